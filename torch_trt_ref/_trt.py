@@ -1,0 +1,62 @@
+"""The TensorRT import shim (D1): the full ``tensorrt`` package when installed, else
+``tensorrt_rtx``. Every other module imports ``trt`` from here."""
+
+from __future__ import annotations
+
+import importlib
+
+import torch
+
+_CANDIDATES = ("tensorrt", "tensorrt_rtx")
+
+
+def _import_tensorrt():
+    errors = []
+    for name in _CANDIDATES:
+        try:
+            return importlib.import_module(name)
+        except ImportError as err:  # keep looking, report all at the end
+            errors.append(f"{name}: {err}")
+    raise ImportError(
+        "torch_trt_ref needs TensorRT: install either 'tensorrt' (full TensorRT, GPU machines) "
+        "or 'tensorrt-rtx' (TensorRT for RTX, builds engines without a GPU).\n"
+        + "\n".join(errors)
+    )
+
+
+trt = _import_tensorrt()
+BACKEND: str = trt.__name__
+IS_RTX: bool = BACKEND == "tensorrt_rtx"
+
+_TORCH_TO_TRT = {
+    torch.float32: trt.float32,
+    torch.float16: trt.float16,
+    torch.bfloat16: trt.bfloat16,
+    torch.int32: trt.int32,
+    torch.int64: trt.int64,
+    torch.int8: trt.int8,
+    torch.uint8: trt.uint8,
+    torch.bool: trt.bool,
+}
+_TRT_TO_TORCH = {v: k for k, v in _TORCH_TO_TRT.items()}
+
+
+def to_trt_dtype(dtype: torch.dtype):
+    """The TensorRT DataType for a torch dtype, or a TypeError naming the supported ones."""
+    try:
+        return _TORCH_TO_TRT[dtype]
+    except KeyError:
+        supported = ", ".join(str(d) for d in _TORCH_TO_TRT)
+        raise TypeError(f"TensorRT has no type for {dtype}; supported: {supported}") from None
+
+
+def to_torch_dtype(dtype) -> torch.dtype:
+    return _TRT_TO_TORCH[dtype]
+
+
+def is_trt_dtype_supported(dtype: torch.dtype) -> bool:
+    return dtype in _TORCH_TO_TRT
+
+
+def make_logger():
+    return trt.Logger(trt.Logger.ERROR)

@@ -1,0 +1,75 @@
+"""Engine build with the real TensorRT builder: optimization profile from the input specs,
+serialized plan plus the metadata and network snapshot the runtime needs."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from ._trt import BACKEND, trt
+from .conversion.interpreter import ConvertedNetwork
+from .conversion.shapes import TensorSpec
+from .runtime.snapshot import NetworkSnapshot, take_snapshot
+from .settings import CompilationSettings
+
+
+class EngineBuildError(RuntimeError):
+    """The TensorRT builder returned no engine for a network."""
+
+
+@dataclass
+class Engine:
+    """A built engine: the serialized plan plus what is needed to run it."""
+
+    plan: bytes
+    inputs: list[TensorSpec]
+    output_names: list[str]
+    output_dtypes: list[torch.dtype]
+    snapshot: NetworkSnapshot
+    layer_count: int
+    build_seconds: float
+    backend: str = BACKEND
+    requires_output_allocator: bool = False
+    refit_map: dict[str, list[str]] = field(default_factory=dict)
+    converters_used: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.plan)
+
+    def summary(self) -> dict[str, Any]:
+        return {"inputs": [s.to_json() for s in self.inputs], "outputs": self.output_names,
+                "layers": self.layer_count, "plan_bytes": self.nbytes,
+                "weight_bytes": self.snapshot.weight_bytes(),
+                "build_seconds": round(self.build_seconds, 3), "backend": self.backend}
+
+
+def build_engine(network: ConvertedNetwork, settings: CompilationSettings) -> Engine:
+    """Build ``network`` into a serialized engine; raises EngineBuildError on failure."""
+    builder, net = network.builder, network.net
+    config = builder.create_builder_config()
+    config.builder_optimization_level = settings.optimization_level
+    if settings.workspace_size:
+        config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, settings.workspace_size)
+    if any(spec.is_dynamic for spec in network.inputs):
+        profile = builder.create_optimization_profile()
+        for spec in network.inputs:
+            profile.set_shape(spec.name, spec.min_shape, spec.opt_shape, spec.max_shape)
+        config.add_optimization_profile(profile)
+    start = time.perf_counter()
+    plan = builder.build_serialized_network(net, config)
+    seconds = time.perf_counter() - start
+    if plan is None:
+        raise EngineBuildError(
+            f"TensorRT ({BACKEND}) could not build an engine for a network of {net.num_layers} "
+            "layers; run with a TensorRT logger at WARNING to see why")
+    snapshot = take_snapshot(net, network.ctx.weight_sources)
+    return Engine(
+        plan=bytes(plan), inputs=network.inputs, output_names=network.output_names,
+        output_dtypes=network.output_dtypes, snapshot=snapshot, layer_count=net.num_layers,
+        build_seconds=seconds, requires_output_allocator=network.requires_output_allocator,
+        refit_map=dict(network.ctx.refit_map), converters_used=dict(network.converters_used),
+    )

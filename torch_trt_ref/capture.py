@@ -1,0 +1,91 @@
+"""Capture: torch.export of the user's model, with dynamic dims from ``Input`` ranges."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Sequence
+
+import sympy
+import torch
+from torch.export import Dim, ExportedProgram
+
+from .inputs import Input
+
+
+def as_inputs(values: Sequence[Any]) -> list[Input]:
+    """Input specs for positional example values (tensors become static Inputs)."""
+    out = []
+    for i, v in enumerate(values):
+        if isinstance(v, Input):
+            out.append(v)
+        elif isinstance(v, torch.Tensor):
+            out.append(Input.from_tensor(v))
+        else:
+            raise TypeError(f"input {i}: expected torch.Tensor or Input, got {type(v).__name__}")
+    return out
+
+
+def example_args(values: Sequence[Any], device="cpu") -> tuple:
+    return tuple(v.example(device=device) if isinstance(v, Input) else v for v in values)
+
+
+def dynamic_shapes_for(specs: dict[str, Input]) -> dict[str, Any] | None:
+    """torch.export ``dynamic_shapes`` (by argument name) from Input ranges."""
+    if not any(s.is_dynamic for s in specs.values()):
+        return None
+    shapes = {}
+    for name, spec in specs.items():
+        dims = {}
+        for d in spec.dynamic_dims:
+            dims[d] = Dim(f"{name}_d{d}", min=spec.min_shape[d], max=spec.max_shape[d])
+        shapes[name] = dims or None
+    return shapes
+
+
+@contextmanager
+def eval_mode(model: torch.nn.Module):
+    """Export in eval mode, restoring every submodule's training flag afterwards."""
+    flags = {m: m.training for m in model.modules()}
+    model.eval()
+    try:
+        yield
+    finally:
+        for m, flag in flags.items():
+            m.training = flag
+
+
+def capture(model: torch.nn.Module | ExportedProgram, args: Sequence[Any],
+            kwargs: dict[str, Any] | None = None) -> ExportedProgram:
+    """torch.export ``model`` on example inputs made from ``args``/``kwargs`` (tensors or
+    Inputs); dynamic Input ranges become export Dims."""
+    if isinstance(model, ExportedProgram):
+        return model
+    kwargs = kwargs or {}
+    import inspect
+
+    params = list(inspect.signature(model.forward).parameters)
+    specs = {params[i]: a for i, a in enumerate(args) if isinstance(a, Input)}
+    specs.update({k: v for k, v in kwargs.items() if isinstance(v, Input)})
+    dynamic = dynamic_shapes_for(specs)
+    if dynamic is not None:
+        names = params[: len(args)] + list(kwargs)
+        dynamic = {n: dynamic.get(n) for n in names}
+    ex_args = example_args(args)
+    ex_kwargs = {k: (v.example() if isinstance(v, Input) else v) for k, v in kwargs.items()}
+    with eval_mode(model), torch.no_grad():
+        return torch.export.export(model, ex_args, ex_kwargs, dynamic_shapes=dynamic,
+                                   strict=False)
+
+
+def symbol_ranges(gm: torch.fx.GraphModule, specs: Sequence[Input]) -> dict:
+    """Map each export symbol to (min, opt, max) by matching placeholder dims to Inputs."""
+    ranges: dict[sympy.Symbol, tuple[int, int, int]] = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for node, spec in zip(placeholders, specs):
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            continue
+        for d, size in enumerate(val.shape):
+            if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
+                ranges[size.node.expr] = (spec.min_shape[d], spec.opt_shape[d], spec.max_shape[d])
+    return ranges

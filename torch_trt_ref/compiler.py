@@ -1,0 +1,135 @@
+"""``compile``: capture -> lowering -> partitioning -> conversion -> build -> stitching."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import warnings
+from typing import Any, Sequence
+
+import torch
+from torch.export import ExportedProgram
+from torch.fx import GraphModule
+
+from . import conversion  # noqa: F401
+from .build import build_engine
+from .capture import as_inputs, capture, symbol_ranges
+from .conversion import converters  # noqa: F401  (registers the built-in converters)
+from .conversion.interpreter import Interpreter
+from .conversion.registry import CONVERTERS, ConverterRegistry
+from .conversion.shapes import spec_from_fake
+from .inputs import Input
+from .lowering import decomposition_table, lower
+from .partitioning import TENSORRT, partition, stitch, support_report
+from .partitioning.stitch import segment_name
+from .report import CompileReport, EngineRecord
+from .runtime.module import EngineModule, choose_executor
+from .settings import CompilationSettings
+
+log = logging.getLogger(__name__)
+
+
+class SegmentCompilationError(RuntimeError):
+    """A TensorRT segment could not be converted or built while full compilation was
+    required."""
+
+
+def _settings_json(settings: CompilationSettings) -> dict[str, Any]:
+    out = {}
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        if isinstance(value, frozenset):
+            value = sorted(value)
+        elif isinstance(value, dict):
+            value = {k: sorted(v) if isinstance(v, frozenset) else v for k, v in value.items()}
+        out[f.name] = value
+    return out
+
+
+def lower_program(ep: ExportedProgram, settings: CompilationSettings) -> GraphModule:
+    """Decompose the exported program and run the lowering passes; returns a flat
+    GraphModule (weights as get_attr) with the original calling convention."""
+    ep = ep.run_decompositions(decomposition_table(settings))
+    gm = ep.module()
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            node.meta.setdefault("param_name", node.target)
+    return lower(gm, settings)
+
+
+def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = (),
+            kwarg_inputs: dict[str, Any] | None = None, *,
+            settings: CompilationSettings | None = None,
+            registry: ConverterRegistry = CONVERTERS, **kwargs) -> GraphModule:
+    """Compile ``model`` for example ``inputs`` (tensors or ``Input`` specs).
+
+    Returns a ``torch.fx.GraphModule`` that takes the same inputs and returns the same
+    output structure as ``model``; TensorRT segments are ``EngineModule`` submodules.
+    ``settings`` or keyword settings (see ``CompilationSettings``) control the compile;
+    ``result.compile_report`` says what happened."""
+    if settings is not None and kwargs:
+        raise ValueError("pass either settings=CompilationSettings(...) or keyword settings")
+    settings = settings or CompilationSettings.from_kwargs(**kwargs)
+    report = CompileReport(settings=_settings_json(settings))
+    kwarg_inputs = kwarg_inputs or {}
+    specs = as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values()))
+    device = next((v.device for v in list(inputs) + list(kwarg_inputs.values())
+                   if isinstance(v, torch.Tensor)), torch.device("cpu"))
+    executor = choose_executor(settings.executor, device)
+
+    with report.phase("capture"):
+        ep = capture(model, list(inputs), dict(kwarg_inputs))
+    with report.phase("lowering"):
+        gm = lower_program(ep, settings)
+    with report.phase("partition"):
+        report.support = support_report(gm, settings, registry).to_json()
+        result = partition(gm, settings, registry)
+        report.partition = result.to_json()
+        stitched = stitch(gm, result)
+    ranges = symbol_ranges(gm, specs)
+    for i, seg in enumerate(result.segments):
+        if seg.target != TENSORRT:
+            continue
+        name = segment_name(i, seg)
+        submodule = getattr(stitched, name)
+        engine = _compile_segment(name, submodule, ranges, settings, registry, report, executor)
+        if engine is None:
+            continue
+        setattr(stitched, name, EngineModule(engine, executor, name))
+        report.engines.append(EngineRecord(
+            name, engine.layer_count, engine.nbytes, engine.snapshot.weight_bytes(),
+            engine.build_seconds, executor, [s.to_json() for s in engine.inputs]))
+    stitched.compile_report = report
+    stitched.partition_result = result
+    return stitched
+
+
+def _compile_segment(name, submodule, ranges, settings, registry, report, executor):
+    """Convert and build one segment; on failure warn and keep it in PyTorch unless full
+    compilation was required."""
+    placeholders = [n for n in submodule.graph.nodes if n.op == "placeholder"]
+    try:
+        specs = [spec_from_fake(n.name, n.meta["val"], ranges) for n in placeholders]
+        with report.phase("conversion"):
+            network = Interpreter(submodule, specs, settings, registry).run()
+        with report.phase("build"):
+            engine = build_engine(network, settings)
+        missing = engine.snapshot.unsupported_kinds()
+        if missing and executor == "reference":
+            raise RuntimeError(f"reference executor has no function for layer kinds {missing}")
+        return engine
+    except Exception as err:  # one failed segment falls back to PyTorch
+        if settings.require_full_compilation:
+            raise SegmentCompilationError(f"{name}: {type(err).__name__}: {err}") from err
+        report.fallbacks[name] = f"{type(err).__name__}: {err}"
+        warnings.warn(f"{name} runs in PyTorch: TensorRT compilation failed "
+                      f"({type(err).__name__}: {err})", stacklevel=3)
+        return None
+
+
+def executors_used(module: GraphModule) -> dict[str, str]:
+    """Which executor each engine of a compiled module uses."""
+    return {name: m.executor for name, m in module.named_modules() if isinstance(m, EngineModule)}
+
+
+__all__ = ["compile", "executors_used", "Input", "CompilationSettings"]

@@ -1,0 +1,79 @@
+"""``ConversionContext``: the state one converter call sees — the network under
+construction, the settings, node -> value maps, and the refit map of weight sources."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import torch
+from torch.fx import Node
+
+from .._trt import to_trt_dtype, trt
+from ..settings import CompilationSettings
+
+
+@dataclass
+class ConversionContext:
+    net: Any  # trt.INetworkDefinition
+    settings: CompilationSettings
+    tensors: dict[Node, Any] = field(default_factory=dict)  # node -> ITensor (or tuple)
+    constants: dict[Node, Any] = field(default_factory=dict)  # node -> torch.Tensor / scalar
+    refit_map: dict[str, list[str]] = field(default_factory=dict)  # parameter -> layer names
+    weight_sources: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
+    param_names: dict[int, str] = field(default_factory=dict)  # id(tensor) -> parameter name
+    node: Node | None = None
+    _keepalive: list[torch.Tensor] = field(default_factory=list)
+    _layer_count: int = 0
+
+    def name_layer(self, layer, kind: str | None = None):
+        """Give ``layer`` a unique name derived from the node being converted."""
+        self._layer_count += 1
+        owner = self.node.name if self.node is not None else "net"
+        kind = kind or str(layer.type).rsplit(".", 1)[-1].lower()
+        layer.name = f"{owner}/{kind}_{self._layer_count}"
+        return layer
+
+    # -- values ------------------------------------------------------------------------
+    @property
+    def out_meta(self):
+        """The FakeTensor (or tuple of them) torch inferred for the current node's output."""
+        return self.node.meta.get("val") if self.node is not None else None
+
+    @property
+    def out_dtype(self) -> torch.dtype:
+        val = self.out_meta
+        if isinstance(val, (tuple, list)):
+            val = val[0]
+        return val.dtype
+
+    # -- weights -----------------------------------------------------------------------
+    def weights(self, tensor: torch.Tensor, dtype: torch.dtype | None = None):
+        """A ``trt.Weights`` view of ``tensor`` (cast to ``dtype`` if given). The storage is
+        kept alive for the network's lifetime; the source is remembered for refit."""
+        source = tensor
+        tensor = tensor.detach()
+        if dtype is not None and tensor.dtype != dtype:
+            tensor = tensor.to(dtype)
+        tensor = tensor.cpu().contiguous()
+        self._keepalive.append(tensor)
+        weights = trt.Weights(to_trt_dtype(tensor.dtype), tensor.data_ptr(), tensor.numel())
+        return weights, tensor, self.param_names.get(id(source))
+
+    def record_weights(self, layer, role: str, tensor: torch.Tensor, param: str | None) -> None:
+        """Remember which tensor (and which model parameter, if any) fed a layer's weights."""
+        self.weight_sources.setdefault(layer.name, {})[role] = tensor
+        if param is not None:
+            self.refit_map.setdefault(param, []).append(layer.name)
+
+    def constant(self, value: Any, dtype: torch.dtype | None = None):
+        """An ITensor holding ``value`` (tensor, numpy array or Python scalar/list)."""
+        if isinstance(value, np.ndarray):
+            value = torch.from_numpy(value)
+        if not isinstance(value, torch.Tensor):
+            value = torch.tensor(value, dtype=dtype)
+        weights, stored, param = self.weights(value, dtype)
+        layer = self.name_layer(self.net.add_constant(tuple(stored.shape), weights), "constant")
+        self.record_weights(layer, "weights", stored, param)
+        return layer.get_output(0)

@@ -1,0 +1,183 @@
+"""Shared building blocks for converters: constants, casts, broadcasting, reshapes with
+dynamic dims, axis normalization and torch type promotion. Converters compose these
+instead of calling the raw TensorRT API for the same chores."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import torch
+from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
+
+from .._trt import to_torch_dtype, to_trt_dtype, trt
+from .context import ConversionContext
+
+ITensor = trt.ITensor
+DEFAULT_PROMOTION = ELEMENTWISE_TYPE_PROMOTION_KIND.DEFAULT
+
+
+def is_tensor(x: Any) -> bool:
+    return isinstance(x, ITensor)
+
+
+def dtype_of(x: Any) -> torch.dtype:
+    """torch dtype of an ITensor, torch.Tensor or Python scalar (torch's scalar rules)."""
+    if is_tensor(x):
+        return to_torch_dtype(x.dtype)
+    if isinstance(x, torch.Tensor):
+        return x.dtype
+    if isinstance(x, bool):
+        return torch.bool
+    if isinstance(x, int):
+        return torch.int64
+    return torch.float32
+
+
+def rank_of(x: Any) -> int:
+    if is_tensor(x):
+        return len(x.shape)
+    if isinstance(x, torch.Tensor):
+        return x.dim()
+    return 0
+
+
+def result_type(*values: Any) -> torch.dtype:
+    """torch's type promotion over ITensors, constant tensors and Python scalars."""
+    probes = []
+    for v in values:
+        if is_tensor(v) or isinstance(v, torch.Tensor):
+            probes.append(torch.empty([1] * rank_of(v), dtype=dtype_of(v)))
+        else:
+            probes.append(v)
+    if len(probes) == 1:
+        return probes[0].dtype if isinstance(probes[0], torch.Tensor) else dtype_of(probes[0])
+    _, dtype = elementwise_dtypes(*probes, type_promotion_kind=DEFAULT_PROMOTION)
+    return dtype
+
+
+def itensor(ctx: ConversionContext, x: Any, dtype: torch.dtype | None = None):
+    """``x`` as an ITensor (constants become constant layers), cast to ``dtype`` if given."""
+    if not is_tensor(x):
+        if dtype is None:
+            dtype = dtype_of(x)
+        return ctx.constant(x, dtype)
+    return cast(ctx, x, dtype) if dtype is not None else x
+
+
+def cast(ctx: ConversionContext, x, dtype: torch.dtype):
+    if to_torch_dtype(x.dtype) == dtype:
+        return x
+    return ctx.name_layer(ctx.net.add_cast(x, to_trt_dtype(dtype)), "cast").get_output(0)
+
+
+def identity(ctx: ConversionContext, x):
+    return ctx.name_layer(ctx.net.add_identity(x), "identity").get_output(0)
+
+
+def normalize_dim(dim: int, rank: int) -> int:
+    if not -max(rank, 1) <= dim < max(rank, 1):
+        raise IndexError(f"dim {dim} out of range for rank {rank}")
+    return dim % max(rank, 1)
+
+
+def axes_mask(dims: Sequence[int], rank: int) -> int:
+    mask = 0
+    for d in dims:
+        mask |= 1 << normalize_dim(d, rank)
+    return mask
+
+
+def shape_of(ctx: ConversionContext, x):
+    """The runtime shape of ``x`` as a 1-D int64 shape tensor."""
+    return ctx.name_layer(ctx.net.add_shape(x), "shape").get_output(0)
+
+
+def dim_size(ctx: ConversionContext, x, dim: int):
+    """Size of ``dim``: a Python int when static, else a 1-element int64 ITensor."""
+    dim = normalize_dim(dim, len(x.shape))
+    size = x.shape[dim]
+    if size >= 0:
+        return size
+    index = ctx.constant(torch.tensor([dim], dtype=torch.int64))
+    gather = ctx.net.add_gather(shape_of(ctx, x), index, 0)
+    return ctx.name_layer(gather, "dim_size").get_output(0)
+
+
+def shape_tensor(ctx: ConversionContext, dims: Sequence[Any]):
+    """A 1-D int64 ITensor from a list of ints and 0-d/1-element int ITensors."""
+    parts = []
+    for d in dims:
+        if is_tensor(d):
+            d = cast(ctx, d, torch.int64)
+            parts.append(reshape(ctx, d, [1]) if len(d.shape) != 1 else d)
+        else:
+            parts.append(ctx.constant(torch.tensor([int(d)], dtype=torch.int64)))
+    if len(parts) == 1:
+        return parts[0]
+    concat = ctx.net.add_concatenation(parts)
+    concat.axis = 0
+    return ctx.name_layer(concat, "shape_concat").get_output(0)
+
+
+def reshape(ctx: ConversionContext, x, shape: Sequence[Any]):
+    """Reshape to ``shape`` (ints, at most one -1, or ITensor dims). Zero means zero."""
+    layer = ctx.net.add_shuffle(x)
+    layer.zero_is_placeholder = False
+    if any(is_tensor(d) for d in shape):
+        layer.set_input(1, shape_tensor(ctx, shape))
+    else:
+        layer.reshape_dims = tuple(int(d) for d in shape)
+    return ctx.name_layer(layer, "reshape").get_output(0)
+
+
+def permute(ctx: ConversionContext, x, order: Sequence[int]):
+    rank = len(x.shape)
+    layer = ctx.net.add_shuffle(x)
+    layer.first_transpose = tuple(normalize_dim(d, rank) for d in order)
+    return ctx.name_layer(layer, "permute").get_output(0)
+
+
+def expand_rank(ctx: ConversionContext, x, rank: int):
+    """Prepend size-1 dims until ``x`` has ``rank`` dims (numpy broadcasting alignment)."""
+    missing = rank - len(x.shape)
+    if missing <= 0:
+        return x
+    layer = ctx.net.add_shuffle(x)
+    layer.zero_is_placeholder = True  # 0 copies the input dim, so dynamic dims survive
+    layer.reshape_dims = (1,) * missing + (0,) * len(x.shape)
+    return ctx.name_layer(layer, "broadcast_rank").get_output(0)
+
+
+def unsqueeze(ctx: ConversionContext, x, dim: int):
+    rank = len(x.shape)
+    dim = normalize_dim(dim, rank + 1)
+    layer = ctx.net.add_shuffle(x)
+    layer.zero_is_placeholder = True
+    dims = [0] * rank
+    dims.insert(dim, 1)
+    layer.reshape_dims = tuple(dims)
+    return ctx.name_layer(layer, "unsqueeze").get_output(0)
+
+
+def elementwise(ctx: ConversionContext, op, a: Any, b: Any, dtype: torch.dtype | None = None):
+    """``a <op> b`` with numpy broadcasting; both sides are cast to ``dtype`` (default:
+    torch's promoted type of a and b)."""
+    dtype = dtype or result_type(a, b)
+    a, b = itensor(ctx, a, dtype), itensor(ctx, b, dtype)
+    rank = max(len(a.shape), len(b.shape))
+    a, b = expand_rank(ctx, a, rank), expand_rank(ctx, b, rank)
+    return ctx.name_layer(ctx.net.add_elementwise(a, b, op), "elementwise").get_output(0)
+
+
+def unary(ctx: ConversionContext, op, x):
+    return ctx.name_layer(ctx.net.add_unary(x, op), "unary").get_output(0)
+
+
+def activation(ctx: ConversionContext, kind, x, alpha: float | None = None,
+               beta: float | None = None):
+    layer = ctx.net.add_activation(x, kind)
+    if alpha is not None:
+        layer.alpha = alpha
+    if beta is not None:
+        layer.beta = beta
+    return ctx.name_layer(layer, "activation").get_output(0)

@@ -1,0 +1,179 @@
+"""The FX interpreter: walks a TensorRT segment in topological order and asks the
+registered converter of each node to append layers to a strongly typed network."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import torch
+from torch.fx import GraphModule, Node
+
+from .._trt import make_logger, to_torch_dtype, to_trt_dtype, trt
+from ..settings import CompilationSettings, op_name
+from . import helpers
+from .context import ConversionContext
+from .registry import CONVERTERS, ConverterRegistry, ConverterSupport, normalize_arguments
+from .shapes import TensorSpec
+
+
+class ConversionError(RuntimeError):
+    """A converter failed on a node; the message names the node and op."""
+
+
+@dataclass
+class ConvertedNetwork:
+    """A finished network plus everything the builder and the runtime need."""
+
+    builder: Any
+    net: Any
+    ctx: ConversionContext
+    inputs: list[TensorSpec]
+    output_names: list[str]
+    output_dtypes: list[torch.dtype]
+    requires_output_allocator: bool = False
+    converters_used: dict[str, int] = field(default_factory=dict)
+
+
+def select_converter(node: Node, settings: CompilationSettings,
+                     registry: ConverterRegistry) -> tuple[ConverterSupport | None, str | None]:
+    """The highest-priority converter that accepts ``node``, or None and the reason."""
+    candidates = registry.candidates(node.target)
+    if not candidates:
+        return None, f"no converter for {op_name(node.target)}"
+    dynamic = has_dynamic_shapes(node)
+    reasons = []
+    for support in candidates:
+        if dynamic and not support.supports_dynamic_shapes \
+                and not settings.assume_dynamic_shape_support:
+            reasons.append(f"converter of {support.name} does not support dynamic shapes")
+            continue
+        reason = support.validate(node, settings)
+        if reason is None:
+            return support, None
+        reasons.append(reason)
+    return None, "; ".join(dict.fromkeys(reasons))
+
+
+def _fake_values(node: Node) -> list[Any]:
+    vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
+    flat = []
+    for v in vals:
+        flat.extend(v if isinstance(v, (tuple, list)) else [v])
+    return flat
+
+
+def has_dynamic_shapes(node: Node) -> bool:
+    """True if any input or output of ``node`` has a symbolic dimension."""
+    for v in _fake_values(node):
+        if isinstance(v, torch.Tensor) and any(not isinstance(d, int) for d in v.shape):
+            return True
+        if isinstance(v, torch.SymInt):
+            return True
+    return False
+
+
+class Interpreter:
+    """Converts one GraphModule into a TensorRT network. ``inputs`` gives one TensorSpec
+    per placeholder, in order."""
+
+    def __init__(self, gm: GraphModule, inputs: Sequence[TensorSpec],
+                 settings: CompilationSettings, registry: ConverterRegistry = CONVERTERS):
+        self.gm, self.inputs, self.settings, self.registry = gm, list(inputs), settings, registry
+
+    def run(self) -> ConvertedNetwork:
+        builder = trt.Builder(make_logger())
+        flags = 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
+        net = builder.create_network(flags)
+        ctx = ConversionContext(net, self.settings)
+        result = ConvertedNetwork(builder, net, ctx, self.inputs, [], [])
+        placeholders = iter(self.inputs)
+        for node in self.gm.graph.nodes:
+            ctx.node = node
+            if node.op == "placeholder":
+                spec = next(placeholders)
+                ctx.tensors[node] = net.add_input(spec.name, to_trt_dtype(spec.dtype),
+                                                  spec.trt_shape)
+            elif node.op == "get_attr":
+                value = _fetch_attr(self.gm, node.target)
+                ctx.constants[node] = value
+                ctx.param_names[id(value)] = node.meta.get("param_name", node.target)
+            elif node.op == "call_function":
+                self._convert(ctx, node, result)
+            elif node.op == "output":
+                self._mark_outputs(ctx, node.args[0], result)
+            else:
+                raise ConversionError(f"cannot convert {node.op} node {node.name}")
+        ctx.node = None
+        return result
+
+    def _convert(self, ctx: ConversionContext, node: Node, result: ConvertedNetwork) -> None:
+        support, reason = select_converter(node, self.settings, self.registry)
+        if support is None:
+            raise ConversionError(f"node {node.name} ({op_name(node.target)}): {reason}")
+        args = torch.fx.node.map_arg(node.args, lambda n: _value(ctx, n))
+        kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: _value(ctx, n))
+        args, kwargs = normalize_arguments(node.target, args, kwargs)
+        try:
+            out = support.implementation(ctx, *args, **kwargs)
+        except Exception as err:
+            raise ConversionError(
+                f"converter of {support.name} failed on node {node.name}: "
+                f"{type(err).__name__}: {err}") from err
+        out = _match_meta_dtype(ctx, node, out)
+        if _holds_itensor(out):
+            ctx.tensors[node] = out
+        else:
+            ctx.constants[node] = out
+        result.requires_output_allocator |= support.requires_output_allocator
+        result.converters_used[support.name] = result.converters_used.get(support.name, 0) + 1
+
+    def _mark_outputs(self, ctx: ConversionContext, outputs: Any, result: ConvertedNetwork):
+        outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+        marked: set[str] = set()
+        for i, out in enumerate(outputs):
+            value = _value(ctx, out)
+            if not helpers.is_tensor(value):
+                value = helpers.itensor(ctx, value)
+            if value.is_network_input or value.name in marked or value.is_network_output:
+                value = helpers.identity(ctx, value)
+            value.name = f"output_{i}"
+            ctx.net.mark_output(value)
+            marked.add(value.name)
+            result.output_names.append(value.name)
+            result.output_dtypes.append(to_torch_dtype(value.dtype))
+
+
+def _fetch_attr(gm: GraphModule, target: str) -> Any:
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _value(ctx: ConversionContext, node: Node) -> Any:
+    if node in ctx.tensors:
+        return ctx.tensors[node]
+    if node in ctx.constants:
+        return ctx.constants[node]
+    raise ConversionError(f"node {node.name} is used before it was converted")
+
+
+def _holds_itensor(value: Any) -> bool:
+    if isinstance(value, (tuple, list)):
+        return any(_holds_itensor(v) for v in value)
+    return helpers.is_tensor(value)
+
+
+def _match_meta_dtype(ctx: ConversionContext, node: Node, out: Any) -> Any:
+    """Cast a converter's single ITensor output to the dtype torch inferred for the node,
+    so the strongly typed network carries exactly the graph's types."""
+    meta = node.meta.get("val")
+    if helpers.is_tensor(out) and isinstance(meta, torch.Tensor):
+        if to_torch_dtype(out.dtype) != meta.dtype:
+            return helpers.cast(ctx, out, meta.dtype)
+    return out
+
+
+getitem = operator.getitem

@@ -1,0 +1,144 @@
+"""The converter registry (D3): ATen overload -> ``ConverterSupport`` entries, ordered by
+priority. The partitioner and the interpreter ask it the same question."""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Optional
+
+import torch
+from torch.fx import Node
+
+from ..settings import CompilationSettings, op_name
+
+Validator = Callable[[Node, CompilationSettings], Optional[str]]
+BUILTIN_PRIORITY = 0
+USER_PRIORITY = 100
+
+
+def _accept(node: Node, settings: CompilationSettings) -> Optional[str]:
+    return None
+
+
+@dataclass(frozen=True)
+class ConverterSupport:
+    """One registered converter and what it declares about itself."""
+
+    target: Any
+    implementation: Callable[..., Any]
+    capability_validator: Validator = _accept
+    supports_dynamic_shapes: bool = False
+    requires_output_allocator: bool = False
+    priority: int = BUILTIN_PRIORITY
+    family: str = "misc"
+
+    @property
+    def name(self) -> str:
+        return op_name(self.target)
+
+    def validate(self, node: Node, settings: CompilationSettings) -> Optional[str]:
+        """None when this converter accepts ``node``, else the reason it does not.
+        Validators may return a bool (True = accepted) or a reason string."""
+        verdict = self.capability_validator(node, settings)
+        if verdict is True or verdict is None:
+            return None
+        if verdict is False:
+            return f"validator of {self.name} rejected this variant"
+        return str(verdict)
+
+
+@dataclass
+class ConverterRegistry:
+    """Converters by target; several per target are kept, highest priority first."""
+
+    entries: dict[Any, list[ConverterSupport]] = field(default_factory=dict)
+
+    def register(self, support: ConverterSupport) -> None:
+        bucket = self.entries.setdefault(support.target, [])
+        bucket.append(support)
+        bucket.sort(key=lambda s: -s.priority)
+
+    def candidates(self, target: Any) -> list[ConverterSupport]:
+        return self.entries.get(target, [])
+
+    def __contains__(self, target: Any) -> bool:
+        return target in self.entries
+
+    def targets(self) -> list[Any]:
+        return list(self.entries)
+
+    def aten_overloads(self) -> list[torch._ops.OpOverload]:
+        return [t for t in self.entries if isinstance(t, torch._ops.OpOverload)]
+
+    def copy(self) -> "ConverterRegistry":
+        return ConverterRegistry({k: list(v) for k, v in self.entries.items()})
+
+
+CONVERTERS = ConverterRegistry()
+
+
+def converter(
+    *targets: Any,
+    validator: Validator | None = None,
+    dynamic: bool = False,
+    output_allocator: bool = False,
+    priority: int = BUILTIN_PRIORITY,
+    family: str | None = None,
+    registry: ConverterRegistry | None = None,
+):
+    """Register ``fn(ctx, **aten_args)`` as the converter of each target.
+
+    ``validator(node, settings)`` returns None (or True) when the node is supported, else
+    a short reason. ``dynamic`` declares symbolic-shape support; ``output_allocator`` marks
+    data-dependent output shapes. User converters pass a higher ``priority`` to override."""
+
+    def wrap(fn):
+        fam = family or fn.__module__.rsplit(".", 1)[-1]
+        for target in targets:
+            (registry or CONVERTERS).register(
+                ConverterSupport(target, fn, validator or _accept, dynamic, output_allocator,
+                                 priority, fam)
+            )
+        return fn
+
+    return wrap
+
+
+# ---------------------------------------------------------------------------------------
+# Argument normalization: ATen schema -> keyword arguments with schema defaults applied.
+
+_SIGNATURES: dict[Any, inspect.Signature | None] = {}
+
+
+def _signature(target: Any) -> inspect.Signature | None:
+    if target not in _SIGNATURES:
+        sig = None
+        if isinstance(target, torch._ops.OpOverload):
+            from torch.fx.operator_schemas import _torchscript_schema_to_signature
+
+            sig = _torchscript_schema_to_signature(target._schema)
+        _SIGNATURES[target] = sig
+    return _SIGNATURES[target]
+
+
+def normalize_arguments(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """Bind ``args``/``kwargs`` to the op's schema. For ATen overloads every argument comes
+    back by name with schema defaults filled in; Python callables keep positional args."""
+    sig = _signature(target)
+    if sig is None:
+        return args, dict(kwargs)
+    bound = sig.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return (), dict(bound.arguments)
+
+
+def python_name(name: str) -> str:
+    """Schema argument names that are Python keywords get a trailing underscore."""
+    import keyword
+
+    return name + "_" if keyword.iskeyword(name) else name
+
+
+def iter_nodes_args(node: Node) -> Iterable[Node]:
+    return node.all_input_nodes

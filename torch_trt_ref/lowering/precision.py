@@ -1,0 +1,75 @@
+"""Precision as a lowering step (D6, first cut): cast weights, float inputs and float
+factory ops to the target dtype, cast outputs back to the caller's dtypes."""
+
+from __future__ import annotations
+
+import torch
+from torch.fx import GraphModule
+
+from ..settings import CompilationSettings
+
+aten = torch.ops.aten
+FLOATS = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+
+
+def _is_float(val) -> bool:
+    return isinstance(val, torch.Tensor) and val.dtype in FLOATS
+
+
+def _clamp_scalar(value, dtype):
+    if isinstance(value, float):
+        info = torch.finfo(dtype)
+        return max(min(value, info.max), info.min)
+    return value
+
+
+def cast_precision(gm: GraphModule, settings: CompilationSettings) -> GraphModule:
+    """Rewrite the graph to compute in ``settings.dtype``.
+
+    Before: ``x: f32; w = get_attr(weight: f32); y = mm(x, w)``
+    After:  ``x16 = _to_copy(x, f16); w = get_attr(weight_f16); y = mm(x16, w);
+    out = _to_copy(y, f32)``"""
+    target = settings.dtype
+    if target == torch.float32:
+        return gm
+    graph = gm.graph
+    cast_cache: dict[int, str] = {}
+    for node in list(graph.nodes):
+        if node.op == "get_attr":
+            value = _attr(gm, node.target)
+            if isinstance(value, torch.Tensor) and value.dtype in FLOATS and value.dtype != target:
+                key = id(value)
+                if key not in cast_cache:
+                    name = node.target.replace(".", "_") + f"_{settings.precision}"
+                    gm.register_buffer(name, value.detach().to(target))
+                    cast_cache[key] = name
+                node.target = cast_cache[key]
+        elif node.op == "placeholder" and _is_float(node.meta.get("val")):
+            with graph.inserting_after(node):
+                cast = graph.call_function(aten._to_copy.default, (node,), {"dtype": target})
+            node.replace_all_uses_with(cast, delete_user_cb=lambda u: u is not cast)
+        elif node.op == "call_function":
+            dtype = node.kwargs.get("dtype")
+            if dtype in FLOATS and dtype != target:
+                node.kwargs = {**node.kwargs, "dtype": target}
+            node.args = tuple(_clamp_scalar(a, target) for a in node.args)
+        elif node.op == "output":
+            outs = node.args[0]
+            flat, spec = torch.utils._pytree.tree_flatten(outs)
+            new = []
+            for out in flat:
+                val = out.meta.get("val") if isinstance(out, torch.fx.Node) else None
+                if _is_float(val) and val.dtype != target:
+                    with graph.inserting_before(node):
+                        out = graph.call_function(aten._to_copy.default, (out,),
+                                                  {"dtype": val.dtype})
+                new.append(out)
+            node.args = (torch.utils._pytree.tree_unflatten(new, spec),)
+    return gm
+
+
+def _attr(gm: GraphModule, target: str):
+    obj = gm
+    for part in target.split("."):
+        obj = getattr(obj, part)
+    return obj

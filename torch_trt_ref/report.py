@@ -1,0 +1,87 @@
+"""``CompileReport``: what one compile did — phases, segments, support, engines — as data
+(JSON for tools) and as text for humans."""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+PHASES = ("capture", "lowering", "partition", "conversion", "build")
+
+
+@dataclass
+class EngineRecord:
+    name: str
+    layers: int
+    plan_bytes: int
+    weight_bytes: int
+    build_seconds: float
+    executor: str
+    inputs: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class CompileReport:
+    settings: dict[str, Any] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=lambda: {p: 0.0 for p in PHASES})
+    partition: dict[str, Any] = field(default_factory=dict)
+    support: dict[str, Any] = field(default_factory=dict)
+    engines: list[EngineRecord] = field(default_factory=list)
+    fallbacks: dict[str, str] = field(default_factory=dict)  # segment -> why it runs in torch
+    peak_rss_bytes: int | None = None
+
+    @contextmanager
+    def phase(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - start
+
+    @property
+    def counts(self) -> dict[str, int]:
+        counts = dict(self.partition.get("counts", {}))
+        if self.fallbacks:
+            counts["tensorrt"] = counts.get("tensorrt", 0) - len(self.fallbacks)
+            counts["torch"] = counts.get("torch", 0) + len(self.fallbacks)
+        return counts
+
+    @property
+    def executors(self) -> dict[str, str]:
+        return {e.name: e.executor for e in self.engines}
+
+    def seconds_outside_builder(self) -> float:
+        return sum(v for k, v in self.phases.items() if k != "build")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"settings": self.settings, "phases": self.phases, "partition": self.partition,
+                "support": self.support, "engines": [e.__dict__ for e in self.engines],
+                "fallbacks": self.fallbacks, "peak_rss_bytes": self.peak_rss_bytes,
+                "counts": self.counts}
+
+    def render(self) -> str:
+        counts = self.counts
+        sup = self.support
+        lines = [
+            f"segments: {counts.get('tensorrt', 0)} TensorRT, {counts.get('torch', 0)} PyTorch"
+            + "".join(f", {n} {t}" for t, n in counts.items() if t not in ("tensorrt", "torch")),
+            f"supported ops: {sup.get('n_supported', 0)}/{sup.get('n_total', 0)} call_function "
+            "nodes",
+        ]
+        for op, n in sorted(sup.get("unsupported", {}).items()):
+            why = "; ".join(sup.get("reasons", {}).get(op, {}))
+            lines.append(f"  unsupported {op} x{n}: {why}")
+        lines.append("time per phase: " + ", ".join(
+            f"{p} {s:.2f}s" for p, s in self.phases.items()))
+        if self.peak_rss_bytes is not None:
+            lines.append(f"peak RSS above baseline: {self.peak_rss_bytes / 2**20:.1f} MiB")
+        total_plan = sum(e.plan_bytes for e in self.engines)
+        lines.append(f"engines: {len(self.engines)}, {total_plan / 2**20:.2f} MiB of plans")
+        for e in self.engines:
+            lines.append(f"  {e.name}: {e.layers} layers, {e.plan_bytes / 2**20:.2f} MiB, "
+                         f"built in {e.build_seconds:.2f}s, executor={e.executor}")
+        for name, why in self.fallbacks.items():
+            lines.append(f"  {name}: fell back to PyTorch -- {why}")
+        return "\n".join(lines)

@@ -1,0 +1,155 @@
+"""Reference semantics of TensorRT's math layers: elementwise, unary, activation,
+reduce, softmax, matrix multiply, top-k, cumulative."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..registry import reference_layer
+from .common import axes_from_mask
+
+
+def _int_div(a, b):
+    # Note [Integer division]: TensorRT's DIV on integer types truncates toward zero (C
+    # semantics); torch.div(rounding_mode="trunc") is the same.
+    return torch.div(a, b, rounding_mode="trunc")
+
+
+def _floor_div(a, b):
+    return torch.div(a, b, rounding_mode="floor") if not a.is_floating_point() else \
+        torch.floor(a / b)
+
+
+_ELEMENTWISE = {
+    "SUM": torch.add, "SUB": torch.sub, "PROD": torch.mul,
+    "MAX": torch.maximum, "MIN": torch.minimum, "POW": torch.pow,
+    "FLOOR_DIV": _floor_div, "AND": torch.logical_and, "OR": torch.logical_or,
+    "XOR": torch.logical_xor, "EQUAL": torch.eq, "GREATER": torch.gt, "LESS": torch.lt,
+}
+
+
+@reference_layer("ELEMENTWISE", "IElementWiseLayer", attrs=("op",))
+def elementwise(inputs, op):
+    """Binary op with numpy broadcasting over equal-rank inputs; both inputs share a type
+    in a strongly typed network."""
+    a, b = inputs
+    if op == "DIV":
+        return (a / b if a.is_floating_point() else _int_div(a, b),)
+    return (_ELEMENTWISE[op](a, b),)
+
+
+def _round_half_even(x):
+    return torch.round(x)  # torch.round rounds half to even, as TensorRT's ROUND does
+
+
+_UNARY = {
+    "EXP": torch.exp, "LOG": torch.log, "SQRT": torch.sqrt, "RECIP": torch.reciprocal,
+    "ABS": torch.abs, "NEG": torch.neg, "SIN": torch.sin, "COS": torch.cos,
+    "TAN": torch.tan, "SINH": torch.sinh, "COSH": torch.cosh, "ASIN": torch.asin,
+    "ACOS": torch.acos, "ATAN": torch.atan, "ASINH": torch.asinh, "ACOSH": torch.acosh,
+    "ATANH": torch.atanh, "CEIL": torch.ceil, "FLOOR": torch.floor, "ERF": torch.erf,
+    "NOT": torch.logical_not, "SIGN": torch.sign, "ROUND": _round_half_even,
+    "ISINF": torch.isinf, "ISNAN": torch.isnan,
+}
+
+
+@reference_layer("UNARY", "IUnaryLayer", attrs=("op",))
+def unary(inputs, op):
+    return (_UNARY[op](inputs[0]),)
+
+
+_ACTIVATIONS = {
+    "RELU": lambda x, a, b: torch.relu(x),
+    "SIGMOID": lambda x, a, b: torch.sigmoid(x),
+    "TANH": lambda x, a, b: torch.tanh(x),
+    "LEAKY_RELU": lambda x, a, b: torch.where(x >= 0, x, x * a),
+    "ELU": lambda x, a, b: torch.where(x >= 0, x, a * torch.expm1(x)),
+    "SELU": lambda x, a, b: b * torch.where(x >= 0, x, a * torch.expm1(x)),
+    "SOFTSIGN": lambda x, a, b: x / (1 + x.abs()),
+    "SOFTPLUS": lambda x, a, b: a * torch.log1p(torch.exp(b * x)),
+    "CLIP": lambda x, a, b: x.clamp(a, b),
+    "HARD_SIGMOID": lambda x, a, b: (a * x + b).clamp(0, 1),
+    "SCALED_TANH": lambda x, a, b: a * torch.tanh(b * x),
+    "THRESHOLDED_RELU": lambda x, a, b: torch.where(x > a, x, torch.zeros_like(x)),
+    "GELU_ERF": lambda x, a, b: F.gelu(x),
+    "GELU_TANH": lambda x, a, b: F.gelu(x, approximate="tanh"),
+}
+
+
+@reference_layer("ACTIVATION", "IActivationLayer", attrs=("type", "alpha", "beta"))
+def activation(inputs, type, alpha, beta):
+    return (_ACTIVATIONS[type](inputs[0], alpha, beta),)
+
+
+def _reduce_prod(x, dims, keep):
+    for d in sorted(dims, reverse=True):
+        x = x.prod(d, keepdim=True)
+    return x if keep else x.squeeze(tuple(dims)) if dims else x
+
+
+_REDUCE = {
+    "SUM": lambda x, d, k: x.sum(d, keepdim=k),
+    "AVG": lambda x, d, k: x.mean(d, keepdim=k),
+    "MAX": lambda x, d, k: x.amax(d, keepdim=k),
+    "MIN": lambda x, d, k: x.amin(d, keepdim=k),
+    "PROD": _reduce_prod,
+}
+
+
+@reference_layer("REDUCE", "IReduceLayer", attrs=("op", "axes", "keep_dims"))
+def reduce(inputs, op, axes, keep_dims):
+    x = inputs[0]
+    dims = axes_from_mask(axes, x.dim())
+    if not dims:
+        return (x,)
+    return (_REDUCE[op](x, dims, bool(keep_dims)),)
+
+
+@reference_layer("SOFTMAX", "ISoftMaxLayer", attrs=("axes",))
+def softmax(inputs, axes):
+    x = inputs[0]
+    (dim,) = axes_from_mask(axes, x.dim())
+    return (torch.softmax(x, dim),)
+
+
+def _matrix_operand(x, op):
+    if op == "TRANSPOSE":
+        return x.transpose(-1, -2)
+    return x
+
+
+@reference_layer("MATRIX_MULTIPLY", "IMatrixMultiplyLayer", attrs=("op0", "op1"))
+def matrix_multiply(inputs, op0, op1):
+    """Batched matmul with broadcast batch dims; VECTOR treats the last dim as a vector."""
+    a, b = inputs
+    if op0 == "VECTOR" and op1 == "VECTOR":
+        return ((a * b).sum(-1),)
+    if op0 == "VECTOR":
+        return ((a.unsqueeze(-2) @ _matrix_operand(b, op1)).squeeze(-2),)
+    if op1 == "VECTOR":
+        return ((_matrix_operand(a, op0) @ b.unsqueeze(-1)).squeeze(-1),)
+    return (_matrix_operand(a, op0) @ _matrix_operand(b, op1),)
+
+
+@reference_layer("TOPK", "ITopKLayer", attrs=("op", "k", "axes"))
+def topk(inputs, op, k, axes):
+    x = inputs[0]
+    if len(inputs) > 1 and inputs[1] is not None:
+        k = int(inputs[1].reshape(()))
+    (dim,) = axes_from_mask(axes, x.dim())
+    values, indices = torch.topk(x, k, dim=dim, largest=op == "MAX", sorted=True)
+    return values, indices.to(torch.int32)
+
+
+@reference_layer("CUMULATIVE", "ICumulativeLayer", attrs=("op", "exclusive", "reverse"))
+def cumulative(inputs, op, exclusive, reverse):
+    x, axis = inputs[0], int(inputs[1].reshape(()))
+    if op != "SUM":
+        raise NotImplementedError(f"cumulative {op}")
+    if reverse:
+        x = x.flip(axis)
+    out = x.cumsum(axis).to(x.dtype)
+    if exclusive:
+        out = out - x
+    return (out.flip(axis) if reverse else out,)

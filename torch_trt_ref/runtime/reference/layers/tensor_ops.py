@@ -1,0 +1,174 @@
+"""Reference semantics of TensorRT's data-movement layers: constant, identity, cast,
+shuffle, shape, concatenation, slice, gather, select, fill, padding."""
+
+from __future__ import annotations
+
+import torch
+
+from ..registry import reference_layer
+from .common import DTYPES_BY_NAME, trim
+
+
+@reference_layer("CONSTANT", "IConstantLayer", attrs=("shape",), weights=("weights",))
+def constant(inputs, shape, weights):
+    return (weights.reshape(shape),)
+
+
+@reference_layer("IDENTITY", "IIdentityLayer")
+def identity(inputs):
+    return (inputs[0],)
+
+
+# Note [Cast rounding]: TensorRT's cast from floating point to integer truncates toward
+# zero, like torch's .to(); bool is true for any non-zero value.
+@reference_layer("CAST", "ICastLayer", attrs=("to_type",))
+def cast(inputs, to_type):
+    return (inputs[0].to(DTYPES_BY_NAME[to_type]),)
+
+
+@reference_layer("SHUFFLE", "IShuffleLayer",
+                 attrs=("first_transpose", "reshape_dims", "second_transpose",
+                        "zero_is_placeholder"))
+def shuffle(inputs, first_transpose, reshape_dims, second_transpose, zero_is_placeholder):
+    """transpose(first) -> reshape (static dims, or the shape tensor of input 1; 0 copies
+    the input dim when zero_is_placeholder) -> transpose(second)."""
+    x = inputs[0]
+    x = x.permute(trim(first_transpose, x.dim()))
+    dims = None
+    if len(inputs) > 1 and inputs[1] is not None:
+        dims = [int(d) for d in inputs[1].tolist()]
+    elif reshape_dims is not None:
+        dims = list(reshape_dims)
+    if dims is not None:
+        if zero_is_placeholder:
+            dims = [x.shape[i] if d == 0 else d for i, d in enumerate(dims)]
+        x = x.reshape(dims)
+    return (x.permute(trim(second_transpose, x.dim())),)
+
+
+@reference_layer("SHAPE", "IShapeLayer")
+def shape(inputs):
+    return (torch.tensor(inputs[0].shape, dtype=torch.int64, device=inputs[0].device),)
+
+
+@reference_layer("CONCATENATION", "IConcatenationLayer", attrs=("axis",))
+def concatenation(inputs, axis):
+    return (torch.cat(inputs, dim=axis),)
+
+
+def _slice_indices(size: int, start: int, count: int, step: int, mode: str, device):
+    idx = start + torch.arange(count, device=device) * step
+    if mode == "WRAP":
+        return idx % size, None
+    if mode == "CLAMP":
+        return idx.clamp(0, size - 1), None
+    if mode == "REFLECT":
+        period = 2 * (size - 1) if size > 1 else 1
+        idx = idx.abs() % period
+        return torch.where(idx >= size, period - idx, idx), None
+    valid = (idx >= 0) & (idx < size)
+    if mode == "STRICT_BOUNDS" and not bool(valid.all()):
+        raise IndexError(f"slice reads out of bounds: start={start} step={step} size={size}")
+    return idx.clamp(0, max(size - 1, 0)), valid
+
+
+@reference_layer("SLICE", "ISliceLayer", attrs=("start", "shape", "stride", "mode"))
+def slice_(inputs, start, shape, stride, mode):
+    """out[i] = in[start + i * stride] per dim; inputs 1-3 override start/shape/stride,
+    input 4 is the FILL value, input 5 lists the axes the dynamic inputs refer to."""
+    x = inputs[0]
+    extra = list(inputs[1:]) + [None] * (6 - len(inputs))
+    axes = extra[4].tolist() if extra[4] is not None else list(range(x.dim()))
+    axes = [a % x.dim() for a in axes]
+
+    def full(values, static, default):
+        out = list(static) if static is not None else [default] * x.dim()
+        if values is not None:
+            for a, v in zip(axes, values.tolist()):
+                out[a] = int(v)
+        return out
+
+    start = full(extra[0], start, 0)
+    size = full(extra[1], shape, 1)
+    step = full(extra[2], stride, 1)
+    fill = extra[3]
+    for d in range(x.dim()):
+        idx, valid = _slice_indices(x.shape[d], start[d], size[d], step[d], mode, x.device)
+        if x.shape[d] == 0:
+            x = x.new_zeros(x.shape[:d] + (size[d],) + x.shape[d + 1:])
+            continue
+        x = x.index_select(d, idx)
+        if mode == "FILL" and valid is not None and not bool(valid.all()):
+            mask_shape = [1] * x.dim()
+            mask_shape[d] = -1
+            value = fill.reshape(()) if fill is not None else torch.zeros((), dtype=x.dtype)
+            x = torch.where(valid.reshape(mask_shape), x, value.to(x.dtype))
+    return (x,)
+
+
+# Note [Gather indices]: TensorRT gathers accept negative indices counting from the end
+# of the axis, like torch; out-of-range indices are an error here (undefined in TensorRT).
+@reference_layer("GATHER", "IGatherLayer", attrs=("axis", "mode", "num_elementwise_dims"))
+def gather(inputs, axis, mode, num_elementwise_dims):
+    data, indices = inputs[0], inputs[1].long()
+    if mode == "ELEMENT":
+        indices = torch.where(indices < 0, indices + data.shape[axis], indices)
+        return (torch.gather(data, axis, indices),)
+    if mode == "ND":
+        nb = num_elementwise_dims
+        batch = data.shape[:nb]
+        k = indices.shape[-1]
+        flat_idx = indices.reshape(-1, *indices.shape[nb:])
+        flat_data = data.reshape(-1, *data.shape[nb:])
+        outs = []
+        for b in range(flat_data.shape[0]):
+            idx = flat_idx[b]
+            outs.append(flat_data[b][tuple(idx[..., i] for i in range(k))])
+        out = torch.stack(outs) if outs else flat_data[:0]
+        return (out.reshape(*batch, *out.shape[1:]),)
+    if num_elementwise_dims:
+        raise NotImplementedError("DEFAULT gather with elementwise dims")
+    size = data.shape[axis]
+    if indices.numel() and (bool((indices >= size).any()) or bool((indices < -size).any())):
+        raise IndexError(f"gather index out of range for axis {axis} of size {size}")
+    idx = torch.where(indices < 0, indices + size, indices)
+    out = data.index_select(axis, idx.reshape(-1))
+    return (out.reshape(data.shape[:axis] + indices.shape + data.shape[axis + 1:]),)
+
+
+@reference_layer("SELECT", "ISelectLayer")
+def select(inputs):
+    return (torch.where(inputs[0], inputs[1], inputs[2]),)
+
+
+@reference_layer("FILL", "IFillLayer", attrs=("shape", "operation", "alpha", "beta",
+                                              "to_type"))
+def fill(inputs, shape, operation, alpha, beta, to_type):
+    """LINSPACE: out[i...] = alpha + sum_d(i_d * beta_d); RANDOM_* are not deterministic
+    and are not emitted by our converters. Inputs 0/1/2 override shape/alpha/beta."""
+    extra = list(inputs) + [None] * (3 - len(inputs))
+    dims = [int(d) for d in extra[0].tolist()] if extra[0] is not None else list(shape)
+    dtype = DTYPES_BY_NAME[to_type]
+    start = extra[1].reshape(()) if extra[1] is not None else torch.tensor(alpha)
+    if operation != "LINSPACE":
+        raise NotImplementedError(f"fill operation {operation}")
+    out = torch.zeros(dims, dtype=torch.float64) + start.double()
+    if extra[2] is not None:
+        deltas = extra[2].reshape(-1).double().tolist()
+    else:
+        deltas = [float(beta)] if isinstance(beta, (int, float)) else list(beta or [0.0])
+    for d, delta in enumerate(deltas[: len(dims)]):
+        shape_d = [1] * len(dims)
+        shape_d[d] = dims[d]
+        out = out + torch.arange(dims[d], dtype=torch.float64).reshape(shape_d) * delta
+    return (out.to(dtype),)
+
+
+@reference_layer("PADDING", "IPaddingLayer", attrs=("pre_padding_nd", "post_padding_nd"))
+def padding(inputs, pre_padding_nd, post_padding_nd):
+    """Zero padding of the innermost len(pre) dims; negative values crop."""
+    x = inputs[0]
+    pads = []
+    for pre, post in reversed(list(zip(pre_padding_nd, post_padding_nd))):
+        pads += [pre, post]
+    return (torch.nn.functional.pad(x, pads),)

@@ -1,0 +1,35 @@
+"""Registry of reference layer kinds: for each TensorRT layer type, which attributes and
+weights the snapshot reads back, and the torch function that states its semantics."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..._trt import trt
+
+
+@dataclass(frozen=True)
+class LayerKind:
+    name: str  # e.g. "ELEMENTWISE"
+    interface: type  # e.g. trt.IElementWiseLayer, used to read attributes
+    attrs: tuple[str, ...]
+    weights: tuple[str, ...]
+    run: Callable  # run(inputs: list[Tensor | None], **attrs_and_weights) -> tuple[Tensor]
+
+
+REFERENCE_LAYERS: dict[str, LayerKind] = {}
+
+
+def reference_layer(layer_type: str, interface: str, attrs: tuple[str, ...] = (),
+                    weights: tuple[str, ...] = ()):
+    """Register the reference function of one TensorRT layer type. ``interface`` is the
+    name of the trt class whose properties ``attrs``/``weights`` are read from."""
+
+    def wrap(fn):
+        cls = getattr(trt, interface, None)
+        if cls is not None and hasattr(trt.LayerType, layer_type):
+            REFERENCE_LAYERS[layer_type] = LayerKind(layer_type, cls, attrs, weights, fn)
+        return fn
+
+    return wrap

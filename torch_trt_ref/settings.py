@@ -1,0 +1,182 @@
+"""``CompilationSettings``: every knob of the compiler in one frozen, validated dataclass.
+This is the only module that reads environment variables."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import torch
+
+PRECISIONS = ("fp32", "fp16", "bf16")
+PARTITIONERS = ("fast", "global", "hierarchical", "dependency_aware")
+EXECUTORS = ("auto", "reference", "tensorrt")
+PRECISION_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+ENGINE_MEMORY_MULTIPLIER = 4  # seed 002: per-engine budget = cpu_memory_budget // 4
+
+
+def op_name(op: Any) -> str:
+    """Canonical name of an op: ``aten.add.Tensor`` for an overload, ``aten.add`` for a
+    packet or "aten::add"-style string, ``operator.getitem`` for a Python function."""
+    if isinstance(op, torch._ops.OpOverload):
+        return f"{op.namespace}.{op._schema.name.split('::')[1]}.{op._overloadname}"
+    if isinstance(op, torch._ops.OpOverloadPacket):
+        return f"{op._qualified_op_name.replace('::', '.')}"
+    if isinstance(op, str):
+        return op.replace("::", ".").removeprefix("torch.ops.")
+    module = getattr(op, "__module__", None) or "builtins"
+    module = {"_operator": "operator"}.get(module, module)
+    return f"{module}.{getattr(op, '__name__', repr(op))}"
+
+
+def _known_op(name: str) -> bool:
+    parts = name.split(".")
+    if parts[0] in ("operator", "builtins", "math", "_operator"):
+        return True
+    if len(parts) not in (2, 3):
+        return False
+    try:
+        packet = getattr(getattr(torch.ops, parts[0]), parts[1])
+    except (AttributeError, RuntimeError):
+        return False
+    return len(parts) == 2 or parts[2] in packet.overloads()
+
+
+def normalize_ops(ops: Iterable[Any], what: str) -> frozenset[str]:
+    """Validate and canonicalize a collection of ops given as OpOverload, OpOverloadPacket or
+    "aten::add" / "aten.add.Tensor" strings."""
+    if isinstance(ops, (str, torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        ops = [ops]
+    names = set()
+    for op in ops:
+        name = op_name(op)
+        if not _known_op(name):
+            aten_names = [n for n in dir(torch.ops.aten) if not n.startswith("_")]
+            close = difflib.get_close_matches(name.split(".")[-1], aten_names, n=3)
+            hint = f" Did you mean {', '.join('aten::' + c for c in close)}?" if close else ""
+            raise ValueError(
+                f"{what}: unknown op {op!r}. Accepted: an OpOverload (torch.ops.aten.add.Tensor), "
+                f"an OpOverloadPacket (torch.ops.aten.add) or a string like 'aten::add' or "
+                f"'aten.add.Tensor'.{hint}"
+            )
+        names.add(name)
+    return frozenset(names)
+
+
+def matches_op(target: Any, names: frozenset[str]) -> bool:
+    """True when ``target`` (an FX node target) is named by ``names`` as overload or packet."""
+    if not names:
+        return False
+    name = op_name(target)
+    return name in names or name.rsplit(".", 1)[0] in names
+
+
+def _default_cpu_budget() -> int:
+    env = os.environ.get("TORCH_TRT_REF_CPU_MEMORY_BUDGET")
+    if env:
+        return int(env)
+    import psutil
+
+    return int(psutil.virtual_memory().available)
+
+
+def default_cache_dir() -> str:
+    return os.environ.get(
+        "TORCH_TRT_REF_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "torch_trt_ref")
+    )
+
+
+@dataclass(frozen=True)
+class CompilationSettings:
+    """All compiler settings; validated on construction. Unknown names raise ValueError
+    listing what is accepted."""
+
+    precision: str = "fp32"
+    partitioner: str = "fast"
+    min_block_size: int = 5
+    torch_executed_ops: frozenset[str] = frozenset()
+    require_full_compilation: bool = False
+    assume_dynamic_shape_support: bool = False
+    enable_resource_partitioning: bool = False
+    cpu_memory_budget: int | None = None
+    backend_priority: tuple[str, ...] = ("tensorrt", "torch")
+    backend_support_map: dict[str, frozenset[str]] | None = None
+    executor: str = "auto"
+    optimization_level: int = 3
+    workspace_size: int = 0
+    enabled_decompositions: frozenset[str] = frozenset()
+    disabled_decompositions: frozenset[str] = frozenset()
+    engine_cache_dir: str | None = None
+    engine_cache_size: int = 2 * 1024**3
+    progress: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        def one_of(name, value, accepted):
+            if value not in accepted:
+                raise ValueError(f"{name}={value!r} is not accepted; use one of {list(accepted)}")
+
+        one_of("precision", self.precision, PRECISIONS)
+        one_of("partitioner", self.partitioner, PARTITIONERS)
+        one_of("executor", self.executor, EXECUTORS)
+        for name in ("min_block_size", "workspace_size", "engine_cache_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+        if not 0 <= self.optimization_level <= 5:
+            raise ValueError(f"optimization_level must be in 0..5, got {self.optimization_level}")
+        budget = self.cpu_memory_budget
+        if budget is not None and (not isinstance(budget, int) or budget <= 0):
+            raise ValueError(f"cpu_memory_budget must be a positive int of bytes, got {budget!r}")
+        if budget is None and self.enable_resource_partitioning:
+            object.__setattr__(self, "cpu_memory_budget", _default_cpu_budget())
+        for name in ("torch_executed_ops", "enabled_decompositions", "disabled_decompositions"):
+            object.__setattr__(self, name, normalize_ops(getattr(self, name), name))
+        object.__setattr__(self, "backend_priority", tuple(self.backend_priority))
+        if self.backend_support_map is not None:
+            object.__setattr__(
+                self,
+                "backend_support_map",
+                {k: normalize_ops(v, f"backend_support_map[{k!r}]")
+                 for k, v in self.backend_support_map.items()},
+            )
+        if self.extra:
+            raise ValueError(f"unknown settings {sorted(self.extra)}; accepted: {sorted(FIELDS)}")
+
+    @classmethod
+    def from_kwargs(cls, **kwargs) -> "CompilationSettings":
+        """Build settings from keyword arguments, rejecting unknown names with the list of
+        accepted ones (a typo must not be silently ignored)."""
+        unknown = {k: v for k, v in kwargs.items() if k not in FIELDS}
+        known = {k: v for k, v in kwargs.items() if k in FIELDS}
+        if unknown:
+            hints = []
+            for key in unknown:
+                close = difflib.get_close_matches(key, FIELDS, n=1)
+                hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            raise ValueError(f"unknown settings {', '.join(hints)}; accepted: {sorted(FIELDS)}")
+        return cls(**known)
+
+    def replace(self, **changes) -> "CompilationSettings":
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return PRECISION_DTYPES[self.precision]
+
+    @property
+    def engine_memory_budget(self) -> int | None:
+        if self.cpu_memory_budget is None:
+            return None
+        return self.cpu_memory_budget // ENGINE_MEMORY_MULTIPLIER
+
+    def engine_key_fields(self) -> dict[str, Any]:
+        """The settings that change a built engine (part of the engine cache key)."""
+        return {"precision": self.precision, "optimization_level": self.optimization_level,
+                "workspace_size": self.workspace_size}
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(CompilationSettings) if f.name != "extra")
