@@ -58,5 +58,17 @@ def is_trt_dtype_supported(dtype: torch.dtype) -> bool:
     return dtype in _TORCH_TO_TRT
 
 
-def make_logger():
-    return trt.Logger(trt.Logger.ERROR)
+class CollectingLogger(trt.ILogger):
+    """A TensorRT logger that keeps error messages, so failures can say why."""
+
+    def __init__(self):
+        trt.ILogger.__init__(self)
+        self.errors: list[str] = []
+
+    def log(self, severity, msg):
+        if severity in (trt.ILogger.Severity.ERROR, trt.ILogger.Severity.INTERNAL_ERROR):
+            self.errors.append(msg)
+
+
+def make_logger() -> CollectingLogger:
+    return CollectingLogger()

@@ -65,7 +65,7 @@ def build_engine(network: ConvertedNetwork, settings: CompilationSettings) -> En
     if plan is None:
         raise EngineBuildError(
             f"TensorRT ({BACKEND}) could not build an engine for a network of {net.num_layers} "
-            "layers; run with a TensorRT logger at WARNING to see why")
+            "layers: " + ("; ".join(network.logger.errors[-3:]) or "no error was logged"))
     snapshot = take_snapshot(net, network.ctx.weight_sources)
     return Engine(
         plan=bytes(plan), inputs=network.inputs, output_names=network.output_names,

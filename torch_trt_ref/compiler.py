@@ -98,7 +98,8 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
         setattr(stitched, name, EngineModule(engine, executor, name))
         report.engines.append(EngineRecord(
             name, engine.layer_count, engine.nbytes, engine.snapshot.weight_bytes(),
-            engine.build_seconds, executor, [s.to_json() for s in engine.inputs]))
+            engine.build_seconds, executor, [s.to_json() for s in engine.inputs],
+            dict(engine.converters_used)))
     stitched.compile_report = report
     stitched.partition_result = result
     return stitched

@@ -20,6 +20,7 @@ class EngineRecord:
     build_seconds: float
     executor: str
     inputs: list[dict] = field(default_factory=list)
+    converters: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass

@@ -137,26 +137,39 @@ def permute(ctx: ConversionContext, x, order: Sequence[int]):
     return ctx.name_layer(layer, "permute").get_output(0)
 
 
+def insert_ones(ctx: ConversionContext, x, position: int, count: int = 1):
+    """Insert ``count`` size-1 dims before dim ``position``; dynamic dims are kept by
+    building the new shape from the runtime shape of ``x``."""
+    dims = list(x.shape)
+    if all(d >= 0 for d in dims):
+        return reshape(ctx, x, dims[:position] + [1] * count + dims[position:])
+    shape = shape_of(ctx, x)
+    parts = []
+    if position > 0:
+        parts.append(slice_1d(ctx, shape, 0, position))
+    parts.append(ctx.constant(torch.ones(count, dtype=torch.int64)))
+    if position < len(dims):
+        parts.append(slice_1d(ctx, shape, position, len(dims) - position))
+    concat = ctx.net.add_concatenation(parts)
+    concat.axis = 0
+    layer = ctx.net.add_shuffle(x)
+    layer.set_input(1, ctx.name_layer(concat, "shape_concat").get_output(0))
+    return ctx.name_layer(layer, "insert_ones").get_output(0)
+
+
+def slice_1d(ctx: ConversionContext, x, start: int, size: int):
+    """Elements [start, start + size) of a 1-D tensor."""
+    return ctx.name_layer(ctx.net.add_slice(x, (start,), (size,), (1,)), "slice").get_output(0)
+
+
 def expand_rank(ctx: ConversionContext, x, rank: int):
     """Prepend size-1 dims until ``x`` has ``rank`` dims (numpy broadcasting alignment)."""
     missing = rank - len(x.shape)
-    if missing <= 0:
-        return x
-    layer = ctx.net.add_shuffle(x)
-    layer.zero_is_placeholder = True  # 0 copies the input dim, so dynamic dims survive
-    layer.reshape_dims = (1,) * missing + (0,) * len(x.shape)
-    return ctx.name_layer(layer, "broadcast_rank").get_output(0)
+    return insert_ones(ctx, x, 0, missing) if missing > 0 else x
 
 
 def unsqueeze(ctx: ConversionContext, x, dim: int):
-    rank = len(x.shape)
-    dim = normalize_dim(dim, rank + 1)
-    layer = ctx.net.add_shuffle(x)
-    layer.zero_is_placeholder = True
-    dims = [0] * rank
-    dims.insert(dim, 1)
-    layer.reshape_dims = tuple(dims)
-    return ctx.name_layer(layer, "unsqueeze").get_output(0)
+    return insert_ones(ctx, x, normalize_dim(dim, len(x.shape) + 1))
 
 
 def elementwise(ctx: ConversionContext, op, a: Any, b: Any, dtype: torch.dtype | None = None):

@@ -3,7 +3,6 @@ registered converter of each node to append layers to a strongly typed network."
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -27,6 +26,7 @@ class ConvertedNetwork:
     """A finished network plus everything the builder and the runtime need."""
 
     builder: Any
+    logger: Any
     net: Any
     ctx: ConversionContext
     inputs: list[TensorSpec]
@@ -83,11 +83,12 @@ class Interpreter:
         self.gm, self.inputs, self.settings, self.registry = gm, list(inputs), settings, registry
 
     def run(self) -> ConvertedNetwork:
-        builder = trt.Builder(make_logger())
+        logger = make_logger()
+        builder = trt.Builder(logger)
         flags = 1 << int(trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED)
         net = builder.create_network(flags)
         ctx = ConversionContext(net, self.settings)
-        result = ConvertedNetwork(builder, net, ctx, self.inputs, [], [])
+        result = ConvertedNetwork(builder, logger, net, ctx, self.inputs, [], [])
         placeholders = iter(self.inputs)
         for node in self.gm.graph.nodes:
             ctx.node = node
@@ -175,5 +176,3 @@ def _match_meta_dtype(ctx: ConversionContext, node: Node, out: Any) -> Any:
             return helpers.cast(ctx, out, meta.dtype)
     return out
 
-
-getitem = operator.getitem

@@ -1,0 +1,1 @@
+"""The op-level conformance suite: every converter checked against eager PyTorch."""

@@ -1,0 +1,1 @@
+"""Case tables, one module per op family; each module exports ``CASES``."""

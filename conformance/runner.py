@@ -1,0 +1,161 @@
+"""Runs one conformance cell: export a one-op module, compile it fully to TensorRT with
+the real builder, execute with the reference executor and compare with eager PyTorch."""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import Iterator
+
+import torch
+from torch.export import Dim
+
+import torch_trt_ref
+from torch_trt_ref.settings import op_name
+
+from .case import Case, T, W
+
+DTYPE_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
+               torch.int32: "int32", torch.int64: "int64", torch.bool: "bool"}
+
+
+def all_cases() -> list[Case]:
+    """Every case of every module in conformance/cases (each exports ``CASES``)."""
+    from . import cases
+
+    out = []
+    for info in sorted(pkgutil.iter_modules(cases.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"{cases.__name__}.{info.name}")
+        out.extend(getattr(module, "CASES", []))
+    return out
+
+
+def cell_id(case: Case, index: int, dtype: torch.dtype, dynamic: bool) -> str:
+    sample = case.name or f"s{index}"
+    return f"{op_name(case.op)}-{sample}-{DTYPE_NAMES[dtype]}-{'dynamic' if dynamic else 'static'}"
+
+
+def cells(case_list: list[Case]) -> Iterator[tuple[str, Case, torch.dtype, bool]]:
+    counters: dict[str, int] = {}
+    for case in case_list:
+        key = op_name(case.op)
+        index = counters.get(key, 0)
+        counters[key] = index + 1
+        for dtype in case.dtypes:
+            for dynamic in ((False, True) if case.dynamic and case.tensor_args() else (False,)):
+                yield cell_id(case, index, dtype, dynamic), case, dtype, dynamic
+
+
+class OneOp(torch.nn.Module):
+    def __init__(self, case: Case, dtype: torch.dtype):
+        super().__init__()
+        self.case = case
+        for i, arg in case.tensor_args():
+            if isinstance(arg, W):
+                self.register_buffer(f"w{i}", arg.make(dtype, seed=100 + i))
+
+    def forward(self, *inputs):
+        it = iter(inputs)
+        args = [getattr(self, f"w{i}") if isinstance(a, W) else next(it) if isinstance(a, T)
+                else a for i, a in enumerate(self.case.args)]
+        return self.case.op(*args, **self.case.kwargs)
+
+
+def _ranges(case: Case) -> dict[int, tuple[int, int, int]]:
+    """Dynamic range per dimension size: [size - delta, size + 2] (dims of size <= 1 stay
+    static: they broadcast). Equal sizes share one export Dim."""
+    ranges = {}
+    for _, arg in case.tensor_args():
+        for d in arg.dynamic_dims():
+            size = arg.shape[d]
+            if size > 1:
+                ranges[size] = (max(2, size - case.min_shape_delta), size, size + 2)
+    return ranges
+
+
+def _inputs(case: Case, dynamic: bool):
+    ranges = _ranges(case) if dynamic else {}
+    specs, dyn_shapes, dims = [], [], {}
+    for _, arg in case.tensor_args():
+        if isinstance(arg, W):
+            continue
+        shape = tuple(arg.make(torch.float32).shape)
+        lo, hi, spec_dims = list(shape), list(shape), {}
+        for d in arg.dynamic_dims():
+            if shape[d] in ranges:
+                a, _, c = ranges[shape[d]]
+                lo[d], hi[d] = a, c
+                spec_dims[d] = dims.setdefault(shape[d], Dim(f"s{shape[d]}", min=a, max=c))
+        specs.append((shape, tuple(lo), tuple(hi)))
+        dyn_shapes.append(spec_dims or None)
+    return specs, dyn_shapes
+
+
+def _eager(case: Case, module: OneOp, inputs: list[torch.Tensor], dtype: torch.dtype):
+    try:
+        return module(*inputs)
+    except (RuntimeError, NotImplementedError):
+        if dtype not in (torch.float16, torch.bfloat16):
+            raise
+        # Eager CPU lacks some half kernels: compute in fp32 and round to the dtype.
+        up = [x.float() if x.dtype == dtype else x for x in inputs]
+        saved = {n: b for n, b in module.named_buffers()}
+        for n, b in saved.items():
+            setattr(module, n, b.float() if b.dtype == dtype else b)
+        try:
+            out = module(*up)
+        finally:
+            for n, b in saved.items():
+                setattr(module, n, b)
+        return torch.utils._pytree.tree_map(
+            lambda t: t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point()
+            else t, out)
+
+
+def compare(actual, expected, atol: float, rtol: float, where: str) -> None:
+    flat_a, spec_a = torch.utils._pytree.tree_flatten(actual)
+    flat_e, spec_e = torch.utils._pytree.tree_flatten(expected)
+    assert spec_a == spec_e, f"{where}: output structure {spec_a} != eager {spec_e}"
+    for k, (a, e) in enumerate(zip(flat_a, flat_e)):
+        if not isinstance(e, torch.Tensor):
+            assert a == e, f"{where}: output {k}: {a} != {e}"
+            continue
+        assert a.dtype == e.dtype, f"{where}: output {k} dtype {a.dtype}, eager {e.dtype}"
+        assert a.shape == e.shape, f"{where}: output {k} shape {tuple(a.shape)}, eager " \
+                                   f"{tuple(e.shape)}"
+        if e.is_floating_point():
+            torch.testing.assert_close(a, e, atol=atol, rtol=rtol, equal_nan=True,
+                                       msg=lambda m: f"{where}: output {k}: {m}")
+        else:
+            assert torch.equal(a, e), f"{where}: output {k} differs (exact compare)"
+
+
+def run_cell(case: Case, dtype: torch.dtype, dynamic: bool) -> None:
+    """Raise AssertionError (or the compiler's error) when the cell does not pass."""
+    module = OneOp(case, dtype)
+    specs, dyn_shapes = _inputs(case, dynamic)
+    tensor_args = [a for _, a in case.tensor_args() if not isinstance(a, W)]
+    example = [a.make(dtype, seed=i) for i, a in enumerate(tensor_args)]
+    ep = torch.export.export(module, tuple(example),
+                             dynamic_shapes=(tuple(dyn_shapes),) if dynamic else None,
+                             strict=False)
+    inputs = [torch_trt_ref.Input(min_shape=lo, opt_shape=opt, max_shape=hi, dtype=x.dtype)
+              for (opt, lo, hi), x in zip(specs, example)]
+    compiled = torch_trt_ref.compile(ep, inputs, min_block_size=1, require_full_compilation=True,
+                                     executor="reference")
+    used = {}
+    for engine in compiled.compile_report.engines:
+        used.update(engine.converters)
+    assert op_name(case.target) in used, (
+        f"{op_name(case.target)} is not in the converted graph (converters used: "
+        f"{sorted(used)}): a decomposition made this case vacuous")
+    atol, rtol = case.tolerance(dtype)
+    shape_sets = [[s[0] for s in specs]]
+    if dynamic:
+        shape_sets = [[s[1] for s in specs], [s[2] for s in specs]]
+    for k, shapes in enumerate(shape_sets):
+        xs = example if not dynamic else [
+            a.make(dtype, shape=s, seed=10 * k + i)
+            for i, (a, s) in enumerate(zip(tensor_args, shapes))]
+        compare(compiled(*xs), _eager(case, module, xs, dtype), atol, rtol,
+                f"shapes {[tuple(x.shape) for x in xs]}")

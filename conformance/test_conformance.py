@@ -1,0 +1,34 @@
+"""The parametrized conformance runner and the coverage meta-test."""
+
+from __future__ import annotations
+
+import pytest
+
+from torch_trt_ref.conversion.registry import CONVERTERS
+from torch_trt_ref.settings import op_name
+
+from .runner import all_cases, cells, run_cell
+
+CELLS = list(cells(all_cases()))
+
+
+def _param(cell_id, case, dtype, dynamic):
+    reason = case.xfail_reason(dtype, dynamic)
+    marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+    return pytest.param(case, dtype, dynamic, id=cell_id, marks=marks)
+
+
+@pytest.mark.parametrize("case,dtype,dynamic", [_param(*c) for c in CELLS])
+def test_op(case, dtype, dynamic, request):
+    try:
+        run_cell(case, dtype, dynamic)
+    except BaseException as err:
+        command = f'python -m pytest "conformance/test_conformance.py::test_op[{request.node.callspec.id}]"'
+        raise AssertionError(f"{type(err).__name__}: {err}\nreproduce: {command}") from err
+
+
+def test_every_converter_has_a_case():
+    covered = {op_name(c.target) for c in all_cases()} | {op_name(c.op) for c in all_cases()}
+    missing = sorted(op_name(t) for t in CONVERTERS.aten_overloads()
+                     if op_name(t) not in covered)
+    assert not missing, f"converters without a conformance case: {missing}"

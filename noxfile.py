@@ -1,0 +1,58 @@
+"""nox sessions: tests, conformance, zoo, perf, lint, docs. Virtualenvs are reused, so a
+second run does not reinstall torch (~5 GB)."""
+
+from __future__ import annotations
+
+import nox
+
+nox.options.reuse_existing_virtualenvs = True
+nox.options.sessions = ["lint", "tests"]
+
+
+def _install(session: nox.Session) -> None:
+    session.install("-e", ".[dev]")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Unit, property and conformance tests (the CI gate)."""
+    _install(session)
+    session.run("pytest", "-n", "2", "--dist", "loadgroup", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff")
+    session.run("ruff", "check", "torch_trt_ref", "zoo", "conformance", "perf", "tests",
+                "noxfile.py")
+
+
+@nox.session
+def conformance(session: nox.Session) -> None:
+    """Op-level conformance suite; writes out/conformance.{json,md}."""
+    _install(session)
+    session.run("pytest", "conformance", "-n", "2", "-q",
+                "--conformance-json", "out/conformance.json", *session.posargs)
+    session.run("python", "-m", "conformance.report", "out/conformance.json",
+                "--markdown", "out/conformance.md")
+
+
+@nox.session
+def zoo(session: nox.Session) -> None:
+    """Quick zoo subset by default; `nox -s zoo -- --full` for the whole matrix."""
+    _install(session)
+    session.run("torch-trt-ref", "zoo", "run", *(session.posargs or ["--quick"]))
+
+
+@nox.session
+def perf(session: nox.Session) -> None:
+    """pytest-benchmark suites, compared against perf/baselines."""
+    _install(session)
+    session.run("python", "-m", "perf.run", *session.posargs)
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """Runs the code blocks of README.md and docs/*.md."""
+    _install(session)
+    session.run("pytest", "tests/test_docs.py", "-q")
