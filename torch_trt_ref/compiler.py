@@ -77,20 +77,27 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
                    if isinstance(v, torch.Tensor)), torch.device("cpu"))
     executor = choose_executor(settings.executor, device)
 
+    say = _progress(settings)
     with report.phase("capture"):
         ep = capture(model, list(inputs), dict(kwarg_inputs))
+    say(f"captured in {report.phases['capture']:.2f}s")
     with report.phase("lowering"):
         gm = lower_program(ep, settings)
+    say(f"lowered in {report.phases['lowering']:.2f}s")
     with report.phase("partition"):
         report.support = support_report(gm, settings, registry).to_json()
         result = partition(gm, settings, registry)
         report.partition = result.to_json()
         stitched = stitch(gm, result)
+    say(str(result))
     ranges = symbol_ranges(gm, specs)
+    n_trt = result.count(TENSORRT)
     for i, seg in enumerate(result.segments):
         if seg.target != TENSORRT:
             continue
         name = segment_name(i, seg)
+        say(f"converting and building {name} ({len(report.engines) + len(report.fallbacks) + 1}"
+            f"/{n_trt}, {seg.compute_size()} ops)")
         submodule = getattr(stitched, name)
         engine = _compile_segment(name, submodule, ranges, settings, registry, report, executor)
         if engine is None:
@@ -103,6 +110,17 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     stitched.compile_report = report
     stitched.partition_result = result
     return stitched
+
+
+def _progress(settings: CompilationSettings):
+    """A printer for progress lines on stderr when settings.progress is set."""
+    import sys
+
+    def say(message: str) -> None:
+        if settings.progress:
+            print(f"[torch_trt_ref] {message}", file=sys.stderr, flush=True)
+
+    return say
 
 
 def _compile_segment(name, submodule, ranges, settings, registry, report, executor):

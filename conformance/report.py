@@ -1,0 +1,106 @@
+"""Conformance report: markdown table (op x dtype x static/dynamic) from the JSON the suite
+writes, plus a coverage diff against Torch-TensorRT 2.14's converter targets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections import defaultdict
+from pathlib import Path
+
+SYMBOL = {"passed": "pass", "xfail": "xfail", "fail": "FAIL"}
+REFERENCE = Path(__file__).resolve().parent / "torch_tensorrt_2.14_converter_targets.txt"
+
+
+def reference_targets(path: Path = REFERENCE) -> set[str]:
+    names = set()
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line.startswith("torch.ops."):
+            names.add(line.removeprefix("torch.ops."))
+        elif line:
+            names.add(line)
+    return names
+
+
+def our_targets() -> set[str]:
+    from torch_trt_ref.compiler import CONVERTERS
+    from torch_trt_ref.settings import op_name
+
+    return {op_name(t) for t in CONVERTERS.targets()}
+
+
+def summarize(cells: dict[str, dict]) -> dict:
+    counts = defaultdict(int)
+    for cell in cells.values():
+        counts[cell["outcome"]] += 1
+    total = sum(counts.values())
+    return {"total": total, **counts,
+            "pass_rate": round(counts["passed"] / total, 4) if total else 0.0}
+
+
+def render(cells: dict[str, dict], ours: set[str], theirs: set[str]) -> str:
+    table: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
+    columns = set()
+    for cell_id, cell in cells.items():
+        op, _, rest = cell_id.partition("-")
+        _sample, dtype, variant = rest.rsplit("-", 2)
+        column = f"{dtype} {variant}"
+        columns.add(column)
+        table[op][column].append(SYMBOL.get(cell["outcome"], cell["outcome"]))
+    order = sorted(columns, key=lambda c: (["fp32", "fp16", "bf16", "int32", "int64",
+                                            "bool"].index(c.split()[0]), c))
+    s = summarize(cells)
+    lines = [
+        "# Conformance report", "",
+        f"{s['total']} cells: {s.get('passed', 0)} pass, {s.get('xfail', 0)} xfail, "
+        f"{s.get('fail', 0)} fail (pass rate {s['pass_rate']:.1%}); "
+        f"{len([o for o in ours if o.startswith('aten.')])} ATen overloads with converters.", "",
+        "| op | " + " | ".join(order) + " |",
+        "|---|" + "---|" * len(order),
+    ]
+    for op in sorted(table):
+        row = []
+        for column in order:
+            marks = table[op].get(column, [])
+            if not marks:
+                row.append("")
+            elif all(m == "pass" for m in marks):
+                row.append("pass")
+            else:
+                row.append("/".join(sorted(set(marks))))
+        lines.append(f"| {op} | " + " | ".join(row) + " |")
+    xfails = {c: v["reason"] for c, v in cells.items() if v["outcome"] == "xfail"}
+    if xfails:
+        lines += ["", "## Known gaps (xfail)", ""]
+        lines += [f"- `{c}`: {r}" for c, r in sorted(xfails.items())]
+    fails = {c: v.get("error", "") for c, v in cells.items() if v["outcome"] == "fail"}
+    if fails:
+        lines += ["", "## Failures", ""]
+        lines += [f"- `{c}`: {e}" for c, e in sorted(fails.items())]
+    lines += ["", "## Coverage against Torch-TensorRT 2.14", "",
+              f"Ops they convert that we do not ({len(theirs - ours)}):", ""]
+    lines += [", ".join(f"`{o}`" for o in sorted(theirs - ours)) or "(none)"]
+    lines += ["", f"Ops we convert that they do not ({len(ours - theirs)}):", ""]
+    lines += [", ".join(f"`{o}`" for o in sorted(ours - theirs)) or "(none)", ""]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("results", help="JSON written by pytest --conformance-json")
+    parser.add_argument("--markdown", default=None, help="write the markdown report here")
+    args = parser.parse_args(argv)
+    cells = json.loads(Path(args.results).read_text())["cells"]
+    text = render(cells, our_targets(), reference_targets())
+    if args.markdown:
+        os.makedirs(os.path.dirname(args.markdown) or ".", exist_ok=True)
+        Path(args.markdown).write_text(text)
+    summary = summarize(cells)
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

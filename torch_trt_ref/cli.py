@@ -1,0 +1,100 @@
+"""The ``torch-trt-ref`` command: ``compile <zoo model>`` prints a compile report;
+``zoo run|report|compare`` drive the model-zoo harness."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+
+
+def _compile_command(args: argparse.Namespace) -> int:
+    from zoo.registry import get
+
+    import torch_trt_ref
+    from torch_trt_ref.memory import PeakRSS
+
+    entry = get(args.model)
+    model = entry.factory()
+    inputs, kwargs = entry.inputs()
+    settings = dict(precision=args.precision, partitioner=args.partitioner,
+                    min_block_size=args.min_block_size, executor=args.executor,
+                    torch_executed_ops=args.torch_executed_ops or (),
+                    enable_resource_partitioning=args.resource_partitioning, progress=True)
+    if args.cpu_memory_budget:
+        settings["cpu_memory_budget"] = args.cpu_memory_budget
+    print(f"compiling {entry.name}: {entry.description}", file=sys.stderr)
+    with PeakRSS() as rss:
+        compiled = torch_trt_ref.compile(model, inputs, kwargs, **settings)
+    report = compiled.compile_report
+    report.peak_rss_bytes = rss.above_baseline
+    with torch.no_grad():
+        expected = model(*inputs, **kwargs)
+        actual = compiled(*inputs, **kwargs)
+    error = max_abs_error(actual, expected)
+    weights = entry.weight_bytes(model)
+    print(f"model: {entry.name} ({weights / 2**20:.1f} MiB of fp32 weights), "
+          f"precision {args.precision}, partitioner {args.partitioner}")
+    print(report.render())
+    print(f"executor: {', '.join(sorted(set(report.executors.values()))) or 'none'}")
+    print(f"max abs error vs eager fp32: {error:.3g} (tolerance {entry.tolerances.get(args.precision)})")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"model": entry.name, "max_abs_error": error, **report.to_json()}, f,
+                      indent=1, default=str)
+    tolerance = entry.tolerances.get(args.precision)
+    return 0 if tolerance is None or error <= tolerance else 1
+
+
+def max_abs_error(actual, expected) -> float:
+    flat_a = torch.utils._pytree.tree_leaves(actual)
+    flat_e = torch.utils._pytree.tree_leaves(expected)
+    if len(flat_a) != len(flat_e):
+        raise AssertionError(f"compiled module returned {len(flat_a)} values, eager "
+                             f"{len(flat_e)}")
+    worst = 0.0
+    for a, e in zip(flat_a, flat_e):
+        if isinstance(e, torch.Tensor) and e.is_floating_point():
+            worst = max(worst, (a.float() - e.float()).abs().max().item() if e.numel() else 0.0)
+    return worst
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from torch_trt_ref.settings import EXECUTORS, PARTITIONERS, PRECISIONS
+
+    parser = argparse.ArgumentParser(prog="torch-trt-ref", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("compile", help="compile a zoo model and print its report")
+    c.add_argument("model", help="zoo model name (torch-trt-ref zoo list)")
+    c.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    c.add_argument("--partitioner", choices=PARTITIONERS, default="fast")
+    c.add_argument("--executor", choices=EXECUTORS, default="auto")
+    c.add_argument("--min-block-size", type=int, default=5)
+    c.add_argument("--torch-executed-ops", nargs="*", metavar="OP",
+                   help="ops forced to PyTorch, e.g. aten::add or aten.add.Tensor")
+    c.add_argument("--resource-partitioning", action="store_true")
+    c.add_argument("--cpu-memory-budget", type=int, default=None, help="bytes")
+    c.add_argument("--json", default=None, help="also write the report as JSON here")
+    c.set_defaults(func=_compile_command)
+    try:
+        from zoo.cli import add_subcommands
+    except ImportError:  # the zoo package is optional for library users
+        add_subcommands = None
+    if add_subcommands is not None:
+        add_subcommands(sub)
+    return parser
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, KeyError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

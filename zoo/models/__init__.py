@@ -1,0 +1,1 @@
+"""Zoo model definitions, one module per family; each exposes ``ENTRIES``."""

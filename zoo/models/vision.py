@@ -1,0 +1,42 @@
+"""torchvision classifiers with random weights (``weights=None``) on one 224x224 image."""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+
+from torch_trt_ref import Input
+
+from ..entry import ZooEntry, seeded, tolerances
+
+IMAGE = (1, 3, 224, 224)
+
+
+def _image() -> tuple[tuple, dict]:
+    return (torch.randn(IMAGE, generator=seeded()),), {}
+
+
+def _torchvision(name: str) -> torch.nn.Module:
+    import torchvision
+
+    return torchvision.models.get_model(name, weights=None)
+
+
+def _entry(name: str, description: str, tags=(), **tol: float) -> ZooEntry:
+    dynamic = ((Input(min_shape=(1, 3, 224, 224), opt_shape=IMAGE, max_shape=(4, 3, 224, 224)),),
+               {})
+    return ZooEntry(name, functools.partial(_torchvision, name), _image, dynamic,
+                    tolerances(**tol), ("vision", "torchvision", *tags), description)
+
+
+ENTRIES = [
+    _entry("resnet18", "torchvision ResNet-18 (11.7M params)", ("quick",)),
+    _entry("resnet50", "torchvision ResNet-50 (25.6M params)"),
+    _entry("mobilenet_v2", "torchvision MobileNetV2 (3.5M params)", ("quick",)),
+    _entry("mobilenet_v3_small", "torchvision MobileNetV3-Small (2.5M params)"),
+    _entry("efficientnet_b0", "torchvision EfficientNet-B0 (5.3M params)"),
+    _entry("convnext_tiny", "torchvision ConvNeXt-Tiny (28.6M params)"),
+    _entry("vit_b_16", "torchvision ViT-B/16 (86.6M params)"),
+    _entry("swin_t", "torchvision Swin-T (28.3M params)"),
+]
