@@ -1,0 +1,147 @@
+"""Measure one cell in this process: eager fp32 reference, compile under a peak-RSS sampler,
+latency and accuracy. ``python -m zoo.cell`` runs one cell for the harness's subprocess."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import time
+import traceback
+from typing import Any
+
+import torch
+
+import torch_trt_ref
+from torch_trt_ref.memory import PeakRSS
+from torch_trt_ref.settings import ENGINE_MEMORY_MULTIPLIER, PRECISION_DTYPES
+
+from . import measure
+from .matrix import Cell
+from .registry import get
+from .schema import SCHEMA_VERSION, environment
+
+
+class CellError(Exception):
+    """Raised inside a stage; the record keeps the stage name and the original error."""
+
+
+def _error(stage: str, err: BaseException) -> dict[str, Any]:
+    tb = traceback.format_exception(type(err), err, err.__traceback__)
+    return {"stage": stage, "type": type(err).__name__, "message": str(err)[:2000],
+            "traceback": "".join(tb)[-4000:]}
+
+
+def settings_for(cell: Cell, weight_bytes: int) -> dict[str, Any]:
+    """Compile keyword settings of a cell. Resource partitioning gets a CPU budget whose
+    per-engine share is ``budget_fraction`` of the weights in the cell's precision."""
+    kwargs: dict[str, Any] = {"partitioner": cell.strategy, "precision": cell.precision}
+    if cell.resource_partitioning:
+        itemsize = PRECISION_DTYPES[cell.precision].itemsize
+        engine_budget = max(1, int(weight_bytes * itemsize / 4 * cell.budget_fraction))
+        kwargs.update(enable_resource_partitioning=True,
+                      cpu_memory_budget=ENGINE_MEMORY_MULTIPLIER * engine_budget)
+    return kwargs
+
+
+def _compile_metrics(compiled, report, weight_bytes: int) -> dict[str, Any]:
+    counts = report.counts
+    engines = report.engines
+    support = report.support
+    phases = dict(report.phases)
+    return {
+        "partition": {"engines": len(engines), "torch_segments": counts.get("torch", 0),
+                      "planned_tensorrt_segments": report.partition.get("counts", {}).get(
+                          "tensorrt", 0),
+                      "transitions": compiled.partition_result.transitions(),
+                      "fallbacks": dict(report.fallbacks)},
+        "ops": {"supported": support.get("n_supported", 0), "total": support.get("n_total", 0),
+                "unsupported": dict(support.get("unsupported", {})),
+                "reasons": {op: sorted(r) for op, r in support.get("reasons", {}).items()}},
+        "phases": phases,
+        "compile_seconds": sum(phases.values()),
+        "outside_builder_seconds": report.seconds_outside_builder(),
+        "engines": {"count": len(engines), "plan_bytes": sum(e.plan_bytes for e in engines),
+                    "weight_bytes": sum(e.weight_bytes for e in engines),
+                    "largest_weight_bytes": max((e.weight_bytes for e in engines), default=0),
+                    "layers": sum(e.layers for e in engines),
+                    "build_seconds": [round(e.build_seconds, 4) for e in engines]},
+        "settings": {k: report.settings.get(k) for k in (
+            "partitioner", "precision", "min_block_size", "enable_resource_partitioning",
+            "cpu_memory_budget", "executor")},
+    }
+
+
+def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 20.0) -> dict:
+    """One record: every metric that could be measured; ``status`` is "ok" or "error"
+    with the failing stage, error type and message."""
+    record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "cell": cell.to_json(),
+                              "status": "ok", "error": None, "env": environment()}
+    stage = "build_model"
+    try:
+        entry = get(cell.model)
+        model = entry.factory()
+        args, kwargs = entry.inputs()
+        weight_bytes = entry.weight_bytes(model)
+        record["model"] = {"description": entry.description, "weight_bytes": weight_bytes,
+                           "params": sum(p.numel() for p in model.parameters()),
+                           "tolerance": entry.tolerance(cell.precision)}
+        stage = "eager"
+        with torch.no_grad():
+            reference = model(*args, **kwargs)
+        record["eager_latency"] = measure.latency(lambda: model(*args, **kwargs), 1, runs,
+                                                  max_seconds / 2)
+        stage = "compile"
+        settings = settings_for(cell, weight_bytes)
+        compile_args, compile_kwargs = (entry.dynamic if cell.dynamic and entry.dynamic
+                                        else (args, kwargs))
+        gc.collect()
+        with PeakRSS() as rss:
+            compiled = torch_trt_ref.compile(model, compile_args, compile_kwargs, **settings)
+        record["memory"] = {"peak_rss_bytes": rss.above_baseline, "baseline_rss_bytes":
+                            rss.baseline, "weight_bytes": weight_bytes}
+        record.update(_compile_metrics(compiled, compiled.compile_report, weight_bytes))
+        if cell.resource_partitioning:
+            record["engines"]["engine_memory_budget"] = settings["cpu_memory_budget"] // (
+                ENGINE_MEMORY_MULTIPLIER)
+        stage = "run"
+        executors = sorted(set(torch_trt_ref.executors_used(compiled).values()))
+        with torch.no_grad():
+            result = compiled(*args, **kwargs)
+        stage = "accuracy"
+        acc = measure.accuracy(reference, result)
+        acc["tolerance"] = entry.tolerance(cell.precision)
+        acc["within_tolerance"] = acc["max_abs_error"] <= acc["tolerance"]
+        record["accuracy"] = acc
+        stage = "latency"
+        lat = measure.latency(lambda: compiled(*args, **kwargs), warmup, runs, max_seconds)
+        lat.update(executor="+".join(executors) or "none (all PyTorch)",
+                   device=str(next((a.device for a in args if isinstance(a, torch.Tensor)),
+                                   "cpu")))
+        record["latency"] = lat
+    except Exception as err:  # the sweep records the failure and goes on
+        record["status"] = "error"
+        record["error"] = _error(stage, err)
+    return record
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--cell", required=True, help="the cell as JSON (Cell.to_json)")
+    parser.add_argument("--out", required=True, help="file to write the record to")
+    parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--max-seconds", type=float, default=20.0)
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    record = run_cell(Cell.from_json(json.loads(args.cell)), args.warmup, args.runs,
+                      args.max_seconds)
+    record["cell_seconds"] = time.perf_counter() - start
+    with open(args.out, "w") as f:
+        json.dump(record, f, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

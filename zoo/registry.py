@@ -1,0 +1,28 @@
+"""``ZOO``: every zoo model by name, and ``get(name)``."""
+
+from __future__ import annotations
+
+from .entry import ZooEntry
+from .models import synthetic, transformers_models, vision
+
+ZOO: dict[str, ZooEntry] = {
+    e.name: e for e in [*vision.ENTRIES, *transformers_models.ENTRIES, *synthetic.ENTRIES]}
+
+QUICK = ("resnet18", "mobilenet_v2", "bert_2layer", "gpt2_2layer", "lgamma_graph")
+
+
+def get(name: str) -> ZooEntry:
+    """The entry called ``name``; an unknown name raises KeyError listing the known ones."""
+    try:
+        return ZOO[name]
+    except KeyError:
+        raise KeyError(f"no zoo model {name!r}; known models: {', '.join(sorted(ZOO))}") from None
+
+
+def select(names=None, tags=None) -> list[ZooEntry]:
+    """Entries by name (in the order given) or by tag (any of ``tags``); all when neither."""
+    if names:
+        return [get(n) for n in names]
+    if tags:
+        return [e for e in ZOO.values() if set(tags) & set(e.tags)]
+    return list(ZOO.values())

@@ -1,0 +1,88 @@
+"""The zoo's JSON-lines record format: ``SCHEMA_VERSION``, the environment stamped on
+each record (versions, machine) and reading/writing records."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import subprocess
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+SCHEMA_VERSION = 1
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def _git_commit() -> str | None:
+    root = Path(__file__).resolve().parent.parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True,
+                             capture_output=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return sha or None
+
+
+def environment() -> dict[str, Any]:
+    """Versions of everything that changes the numbers, and the machine they ran on."""
+    import psutil
+    import torch
+
+    import torch_trt_ref
+    from torch_trt_ref._trt import trt
+
+    def version(module: str) -> str | None:
+        try:
+            return __import__(module).__version__
+        except Exception:  # an optional package that is absent or broken
+            return None
+
+    cuda = torch.cuda.is_available()
+    return {
+        "torch": torch.__version__, "tensorrt_backend": torch_trt_ref.TRT_BACKEND,
+        "tensorrt": trt.__version__, "torchvision": version("torchvision"),
+        "transformers": version("transformers"), "python": platform.python_version(),
+        "platform": platform.platform(), "cpu": _cpu_model(),
+        "cpu_count": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+        else os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "memory_bytes": psutil.virtual_memory().total,
+        "gpu": torch.cuda.get_device_name(0) if cuda else None,
+        "git_commit": _git_commit(),
+    }
+
+
+def write_record(path: str | os.PathLike, record: dict[str, Any]) -> None:
+    """Append one record as a JSON line (flushed, so a killed sweep keeps what it did)."""
+    with open(path, "a") as f:
+        f.write(json.dumps(record, sort_keys=True, default=str) + "\n")
+        f.flush()
+
+
+def read_records(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[dict]:
+    """All records of one or more JSON-lines files, checking the schema version."""
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    return [r for p in paths for r in _read_one(Path(p))]
+
+
+def _read_one(path: Path) -> Iterator[dict]:
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        record = json.loads(line)
+        version = record.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"{path}:{lineno}: schema_version {version!r}; this zoo reads "
+                             f"version {SCHEMA_VERSION}")
+        yield record
