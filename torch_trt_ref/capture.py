@@ -37,7 +37,8 @@ def dynamic_shapes_for(specs: dict[str, Input]) -> dict[str, Any] | None:
     for name, spec in specs.items():
         dims = {}
         for d in spec.dynamic_dims:
-            dims[d] = Dim(f"{name}_d{d}", min=spec.min_shape[d], max=spec.max_shape[d])
+            # DYNAMIC (not a named Dim) lets export infer equalities between inputs.
+            dims[d] = Dim.DYNAMIC(min=spec.min_shape[d], max=spec.max_shape[d])
         shapes[name] = dims or None
     return shapes
 
@@ -87,5 +88,8 @@ def symbol_ranges(gm: torch.fx.GraphModule, specs: Sequence[Input]) -> dict:
             continue
         for d, size in enumerate(val.shape):
             if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
-                ranges[size.node.expr] = (spec.min_shape[d], spec.opt_shape[d], spec.max_shape[d])
+                new = (spec.min_shape[d], spec.opt_shape[d], spec.max_shape[d])
+                old = ranges.get(size.node.expr, new)  # equal dims: intersect the ranges
+                lo, hi = max(old[0], new[0]), min(old[2], new[2])
+                ranges[size.node.expr] = (lo, min(max(new[1], lo), hi), hi)
     return ranges

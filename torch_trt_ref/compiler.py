@@ -20,7 +20,8 @@ from .conversion.registry import CONVERTERS, ConverterRegistry
 from .conversion.shapes import spec_from_fake
 from .inputs import Input
 from .lowering import decomposition_table, lower
-from .partitioning import TENSORRT, partition, stitch, support_report
+from .partitioning import TENSORRT, TORCH, partition, stitch, support_report
+from .partitioning.hierarchical import wrap_backend_segment
 from .partitioning.stitch import segment_name
 from .report import CompileReport, EngineRecord
 from .runtime.module import EngineModule, choose_executor
@@ -93,6 +94,10 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     ranges = symbol_ranges(gm, specs)
     n_trt = result.count(TENSORRT)
     for i, seg in enumerate(result.segments):
+        if seg.target not in (TENSORRT, TORCH):  # another backend of "hierarchical"
+            name = segment_name(i, seg)
+            setattr(stitched, name, wrap_backend_segment(name, getattr(stitched, name),
+                                                         seg.target))
         if seg.target != TENSORRT:
             continue
         name = segment_name(i, seg)

@@ -22,7 +22,7 @@ class ConversionContext:
     constants: dict[Node, Any] = field(default_factory=dict)  # node -> torch.Tensor / scalar
     refit_map: dict[str, list[str]] = field(default_factory=dict)  # parameter -> layer names
     weight_sources: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
-    param_names: dict[int, str] = field(default_factory=dict)  # id(tensor) -> parameter name
+    param_names: dict[int, str] = field(default_factory=dict)  # storage address -> parameter
     node: Node | None = None
     _keepalive: list[torch.Tensor] = field(default_factory=list)
     _layer_count: int = 0
@@ -59,7 +59,11 @@ class ConversionContext:
         tensor = tensor.cpu().contiguous()
         self._keepalive.append(tensor)
         weights = trt.Weights(to_trt_dtype(tensor.dtype), tensor.data_ptr(), tensor.numel())
-        return weights, tensor, self.param_names.get(id(source))
+        return weights, tensor, self.parameter_of(source)
+
+    def parameter_of(self, tensor: torch.Tensor) -> str | None:
+        """The model parameter ``tensor`` is (a view of), if any."""
+        return self.param_names.get(tensor.untyped_storage().data_ptr())
 
     def record_weights(self, layer, role: str, tensor: torch.Tensor, param: str | None) -> None:
         """Remember which tensor (and which model parameter, if any) fed a layer's weights."""

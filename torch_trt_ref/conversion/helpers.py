@@ -121,10 +121,12 @@ def shape_tensor(ctx: ConversionContext, dims: Sequence[Any]):
 
 def reshape(ctx: ConversionContext, x, shape: Sequence[Any]):
     """Reshape to ``shape`` (ints, at most one -1, or ITensor dims). Zero means zero."""
+    # The shape tensor is built first: layers are created in topological order.
+    dynamic_shape = shape_tensor(ctx, shape) if any(is_tensor(d) for d in shape) else None
     layer = ctx.net.add_shuffle(x)
     layer.zero_is_placeholder = False
-    if any(is_tensor(d) for d in shape):
-        layer.set_input(1, shape_tensor(ctx, shape))
+    if dynamic_shape is not None:
+        layer.set_input(1, dynamic_shape)
     else:
         layer.reshape_dims = tuple(int(d) for d in shape)
     return ctx.name_layer(layer, "reshape").get_output(0)
@@ -176,8 +178,11 @@ def elementwise(ctx: ConversionContext, op, a: Any, b: Any, dtype: torch.dtype |
     """``a <op> b`` with numpy broadcasting; both sides are cast to ``dtype`` (default:
     torch's promoted type of a and b)."""
     dtype = dtype or result_type(a, b)
+    rank = max(rank_of(a), rank_of(b))
+    # Constants get their broadcast rank before they become layers (a view, no shuffle).
+    a, b = (v.reshape((1,) * (rank - v.dim()) + tuple(v.shape))
+            if isinstance(v, torch.Tensor) else v for v in (a, b))
     a, b = itensor(ctx, a, dtype), itensor(ctx, b, dtype)
-    rank = max(len(a.shape), len(b.shape))
     a, b = expand_rank(ctx, a, rank), expand_rank(ctx, b, rank)
     return ctx.name_layer(ctx.net.add_elementwise(a, b, op), "elementwise").get_output(0)
 

@@ -99,7 +99,9 @@ class Interpreter:
             elif node.op == "get_attr":
                 value = _fetch_attr(self.gm, node.target)
                 ctx.constants[node] = value
-                ctx.param_names[id(value)] = node.meta.get("param_name", node.target)
+                if isinstance(value, torch.Tensor):
+                    key = value.untyped_storage().data_ptr()
+                    ctx.param_names[key] = node.meta.get("param_name", node.target)
             elif node.op == "call_function":
                 self._convert(ctx, node, result)
             elif node.op == "output":
