@@ -1,0 +1,180 @@
+"""``torch-trt-ref zoo run|report|compare|list``: ``add_subcommands`` registers them on the
+main CLI; ``python -m zoo ...`` runs the same commands on their own."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from torch_trt_ref.settings import PARTITIONERS, PRECISIONS
+
+from . import compare as cmp
+from .matrix import DEFAULT_BUDGET_FRACTION, full_matrix, matrix, quick_matrix
+from .registry import ZOO, select
+
+RP_CHOICES = {"off": (False,), "on": (True,), "both": (False, True)}
+
+
+def _cells(args: argparse.Namespace):
+    if args.quick:
+        return quick_matrix()
+    if args.full and not (args.models or args.tags):
+        cells = full_matrix()
+    else:
+        names = [e.name for e in select(args.models, args.tags)]
+        cells = matrix(names, args.strategies or PARTITIONERS, args.precisions or PRECISIONS,
+                       RP_CHOICES[args.rp or ("both" if args.full else "off")],
+                       args.budget_fraction, args.dynamic)
+    return cells
+
+
+def _default_out(args: argparse.Namespace) -> str:
+    return "out/zoo_quick.jsonl" if args.quick else (
+        "out/zoo_full.jsonl" if args.full else "out/zoo.jsonl")
+
+
+def run_command(args: argparse.Namespace) -> int:
+    from .harness import sweep
+    from .schema import read_records
+
+    cells = _cells(args)
+    out = Path(args.out or _default_out(args))
+    if out.exists() and args.resume:
+        done = {r["cell"]["key"] for r in read_records(out)}
+        cells = [c for c in cells if c.key not in done]
+    elif out.exists():
+        out.unlink()
+    print(f"zoo: {len(cells)} cells -> {out}", file=sys.stderr)
+    measure = {"warmup": args.warmup, "runs": args.runs, "max_seconds": args.max_seconds}
+    sweep(cells, out, timeout=args.timeout, isolate=not args.in_process, measure=measure,
+          progress=not args.no_progress, on_record=_print_failure)
+    records = read_records(out)
+    if not args.no_report:
+        _write_reports(records, out.with_suffix(".md"), out.with_suffix(".html"))
+    failed = [r for r in records if r["status"] != "ok"]
+    print(f"zoo: {len(records) - len(failed)}/{len(records)} cells ok", file=sys.stderr)
+    return 1 if failed and args.fail_on_error else 0
+
+
+def _print_failure(record: dict) -> None:
+    if record["status"] != "ok":
+        e = record["error"]
+        first = (e.get("message") or "").strip().splitlines()[:1]
+        print(f"\n  {record['cell']['key']}: {record['status']} at {e['stage']}: {e['type']}: "
+              f"{first[0][:160] if first else ''}", file=sys.stderr)
+
+
+def _write_reports(records, md_path: Path | None, html_path: Path | None) -> None:
+    from .html import write_html
+    from .report import markdown
+
+    if md_path is not None:
+        md_path.write_text(markdown(records))
+        print(f"zoo: wrote {md_path}", file=sys.stderr)
+    if html_path is not None:
+        write_html(records, html_path)
+        print(f"zoo: wrote {html_path} (+ plots as PNG next to it)", file=sys.stderr)
+
+
+def report_command(args: argparse.Namespace) -> int:
+    from .report import markdown
+    from .schema import read_records
+
+    records = read_records(args.records)
+    if not args.markdown and not args.html:
+        print(markdown(records))
+    _write_reports(records, Path(args.markdown) if args.markdown else None,
+                   Path(args.html) if args.html else None)
+    return 0
+
+
+def compare_command(args: argparse.Namespace) -> int:
+    from .schema import read_records
+
+    thresholds = cmp.Thresholds(args.time_threshold, args.memory_threshold, args.min_seconds,
+                                int(args.min_mib * 2**20))
+    deltas = cmp.compare(read_records(args.base), read_records(args.new), thresholds,
+                         args.counts_only, args.strict)
+    print(cmp.render(deltas, args.all))
+    bad = cmp.regressions(deltas)
+    if bad:
+        print(f"\n{len(bad)} regression(s) vs {args.base}", file=sys.stderr)
+    return 1 if bad else 0
+
+
+def list_command(args: argparse.Namespace) -> int:
+    for entry in ZOO.values():
+        print(f"{entry.name:22s} {','.join(entry.tags):32s} {entry.description}")
+    return 0
+
+
+def add_subcommands(subparsers) -> None:
+    """Register ``zoo`` with its ``run``, ``report``, ``compare`` and ``list`` commands on an
+    argparse subparsers object; each sets ``func(args) -> exit code``."""
+    zoo = subparsers.add_parser("zoo", help="model-zoo harness: run, report, compare")
+    sub = zoo.add_subparsers(dest="zoo_command", required=True)
+
+    run = sub.add_parser("run", help="compile zoo models over strategies x precisions")
+    which = run.add_mutually_exclusive_group()
+    which.add_argument("--quick", action="store_true",
+                       help="CI subset: 5 small models, fast/dependency_aware, fp32/fp16")
+    which.add_argument("--full", action="store_true",
+                       help="every model x strategy x resource partitioning x precision")
+    run.add_argument("--models", nargs="+", choices=sorted(ZOO), metavar="MODEL")
+    run.add_argument("--tags", nargs="+", help="models with any of these tags")
+    run.add_argument("--strategies", nargs="+", choices=PARTITIONERS)
+    run.add_argument("--precisions", nargs="+", choices=PRECISIONS)
+    run.add_argument("--rp", choices=sorted(RP_CHOICES),
+                     help="resource partitioning cells (default: off; both with --full)")
+    run.add_argument("--budget-fraction", type=float, default=DEFAULT_BUDGET_FRACTION,
+                     help="per-engine budget as a fraction of the weights (rp cells)")
+    run.add_argument("--dynamic", action="store_true", help="compile with dynamic Input specs")
+    run.add_argument("--out", help="JSON-lines output (default out/zoo_{quick,full}.jsonl)")
+    run.add_argument("--resume", action="store_true", help="skip cells already in --out")
+    run.add_argument("--timeout", type=float, default=900.0, help="seconds per cell")
+    run.add_argument("--warmup", type=int, default=2)
+    run.add_argument("--runs", type=int, default=10, help="timed runs per cell (at most)")
+    run.add_argument("--max-seconds", type=float, default=20.0,
+                     help="stop timing after this long (at least 3 runs)")
+    run.add_argument("--in-process", action="store_true",
+                     help="no subprocess per cell (debugging; peak RSS not isolated)")
+    run.add_argument("--no-progress", action="store_true")
+    run.add_argument("--no-report", action="store_true", help="skip the .md/.html reports")
+    run.add_argument("--fail-on-error", action="store_true",
+                     help="exit 1 when any cell failed (default: failures are data)")
+    run.set_defaults(func=run_command)
+
+    rep = sub.add_parser("report", help="markdown/HTML report of JSON-lines records")
+    rep.add_argument("records", nargs="+")
+    rep.add_argument("--markdown", help="write markdown here (default: print it)")
+    rep.add_argument("--html", help="write the HTML report (with plots) here")
+    rep.set_defaults(func=report_command)
+
+    c = sub.add_parser("compare", help="delta table of two sweeps; exit 1 on a regression")
+    c.add_argument("base")
+    c.add_argument("new")
+    c.add_argument("--counts-only", action="store_true",
+                   help="only status, partition and op counts (machine-independent)")
+    c.add_argument("--strict", action="store_true",
+                   help="any change of a count fails, improvements included")
+    c.add_argument("--time-threshold", type=float, default=cmp.Thresholds.time,
+                   help="new/base time ratio that fails")
+    c.add_argument("--memory-threshold", type=float, default=cmp.Thresholds.memory,
+                   help="new/base memory ratio that fails")
+    c.add_argument("--min-seconds", type=float, default=cmp.Thresholds.min_seconds,
+                   help="times below this are noise")
+    c.add_argument("--min-mib", type=float, default=cmp.Thresholds.min_bytes / 2**20,
+                   help="memory below this is noise")
+    c.add_argument("--all", action="store_true", help="show unchanged metrics too")
+    c.set_defaults(func=compare_command)
+
+    lst = sub.add_parser("list", help="the zoo's models")
+    lst.set_defaults(func=list_command)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m zoo")
+    add_subcommands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["zoo", *(argv if argv is not None else sys.argv[1:])])
+    return args.func(args)

@@ -1,0 +1,173 @@
+"""The markdown report of one or more sweeps: environment, per-cell table, ratios vs the
+anchor, resource partitioning, the unsupported-op histogram and the errors."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any, Iterable
+
+from .anchors import RSS_TARGET, TIME_TARGET, anchor_rows
+
+MiB = 2**20
+
+
+def table(header: Iterable[str], rows: Iterable[Iterable[Any]]) -> list[str]:
+    header = list(header)
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join("" if c is None else str(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def mib(n: float | None) -> str:
+    return "-" if n is None else f"{n / MiB:.1f}"
+
+
+def num(x: float | None, fmt: str = ".2f") -> str:
+    return "-" if x is None else format(x, fmt)
+
+
+def cell_row(r: dict) -> list[Any]:
+    c = r["cell"]
+    strategy = c["strategy"] + (" +rp" if c["resource_partitioning"] else "")
+    if r.get("status") != "ok" and "partition" not in r:
+        err = r.get("error") or {}
+        why = f"{r['status']} at {err.get('stage')}: {err.get('type')}"
+        return [c["model"], strategy, c["precision"], why] + ["-"] * 8
+    p, ops, lat, acc = r["partition"], r["ops"], r.get("latency"), r.get("accuracy")
+    weights = r["memory"]["weight_bytes"]
+    rss = r["memory"]["peak_rss_bytes"]
+    per_w = f" ({rss / weights:.1f}x)" if weights else ""
+    latency = f"{lat['median_s'] * 1e3:.1f} / {lat['p90_s'] * 1e3:.1f}" if lat else "-"
+    accuracy = "-"
+    if acc:
+        flag = "" if acc["within_tolerance"] else " ✗"
+        accuracy = f"{acc['max_abs_error']:.2g} / {num(acc['cosine'], '.5f')}{flag}"
+    status = r["status"] if r["status"] == "ok" else f"{r['status']} ({r['error']['stage']})"
+    return [c["model"], strategy, c["precision"], status, p["engines"], p["torch_segments"],
+            p["transitions"], f"{ops['supported']}/{ops['total']}",
+            f"{r['outside_builder_seconds']:.2f} + {r['phases'].get('build', 0):.2f}",
+            mib(rss) + per_w, latency, accuracy]
+
+
+CELL_HEADER = ["model", "strategy", "precision", "status", "TRT engines", "torch segments",
+               "transitions", "supported/total ops", "compile s (outside builder + build)",
+               "peak RSS MiB (x weights)", "latency ms median / p90", "max abs err / cosine"]
+
+
+def environment_lines(records: list[dict]) -> list[str]:
+    envs = {tuple(sorted((k, str(v)) for k, v in r.get("env", {}).items())) for r in records}
+    lines = []
+    for env in envs:
+        e = dict(env)
+        lines.append(f"- torch {e.get('torch')}, {e.get('tensorrt_backend')} {e.get('tensorrt')}"
+                     f", torchvision {e.get('torchvision')}, transformers {e.get('transformers')}"
+                     f", python {e.get('python')}")
+        lines.append(f"- machine: {e.get('cpu')}, {e.get('cpu_count')} cores, "
+                     f"{int(e.get('memory_bytes', 0)) / 2**30:.0f} GiB, GPU: {e.get('gpu')}, "
+                     f"commit {e.get('git_commit')}")
+    executors = sorted({f"{r['latency']['executor']} on {r['latency']['device']}"
+                        for r in records if r.get("latency")})
+    lines.append("- latency measured with: " + (", ".join(executors) or "-"))
+    return lines
+
+
+def anchor_section(records: list[dict]) -> list[str]:
+    rows = anchor_rows(records)
+    if not rows:
+        return ["No successful fp32 cell to compare with the anchor."]
+    out = [f"Targets: time outside the builder (capture + lowering + partition + conversion) "
+           f"<= {TIME_TARGET}x the anchor; peak compile RSS above baseline <= {RSS_TARGET}x "
+           "the fp32 weight bytes.", ""]
+    body = []
+    for row in rows:
+        t_ok = row["time_ratio"] is not None and row["time_ratio"] <= TIME_TARGET
+        m_ok = row["rss_per_weight"] is not None and row["rss_per_weight"] <= RSS_TARGET
+        body.append([
+            row["model"], row["strategy"], f"{row['outside_builder_s']:.2f}",
+            num(row["anchor_s"], ".1f"),
+            "-" if row["time_ratio"] is None else
+            f"{row['time_ratio']:.2f} {'✓' if t_ok else '✗'}",
+            mib(row["peak_rss_bytes"]), mib(row["weight_bytes"]),
+            "-" if row["rss_per_weight"] is None else
+            f"{row['rss_per_weight']:.2f} {'✓' if m_ok else '✗'}",
+            mib(row["anchor_rss_bytes"]), num(row["anchor_rss_per_weight"])])
+    return out + table(["model", "strategy", "ours s", "anchor s", "ours/anchor",
+                        "peak RSS MiB", "fp32 weights MiB", "RSS/weights",
+                        "anchor RSS MiB", "anchor RSS/weights"], body)
+
+
+def resource_section(records: list[dict]) -> list[str]:
+    """Resource-partitioning cells next to the same cell without it."""
+    plain = {(r["cell"]["model"], r["cell"]["strategy"], r["cell"]["precision"]): r
+             for r in records if not r["cell"]["resource_partitioning"]}
+    body = []
+    for r in records:
+        c = r["cell"]
+        if not c["resource_partitioning"] or r.get("status") != "ok":
+            continue
+        base = plain.get((c["model"], c["strategy"], c["precision"]))
+        eng = r["engines"]
+        budget = eng.get("engine_memory_budget")
+        fits = budget is not None and eng["largest_weight_bytes"] <= budget
+        base_ok = base is not None and base.get("status") == "ok"
+        body.append([c["model"], c["strategy"], c["precision"], mib(budget),
+                     base["engines"]["count"] if base_ok else "-", eng["count"],
+                     mib(base["engines"]["largest_weight_bytes"]) if base_ok else "-",
+                     f"{mib(eng['largest_weight_bytes'])} {'✓' if fits else '✗'}",
+                     mib(base["memory"]["peak_rss_bytes"]) if base_ok else "-",
+                     mib(r["memory"]["peak_rss_bytes"])])
+    if not body:
+        return ["No resource-partitioning cell compiled."]
+    return table(["model", "strategy", "precision", "engine budget MiB", "engines",
+                  "engines (rp)", "largest engine weights MiB", "largest (rp), fits budget",
+                  "peak RSS MiB", "peak RSS MiB (rp)"], body)
+
+
+def unsupported_section(records: list[dict]) -> list[str]:
+    """Ops without TensorRT support: nodes per model (fp32 graphs, any strategy)."""
+    per_op: dict[str, dict[str, int]] = defaultdict(dict)
+    reasons: dict[str, set] = defaultdict(set)
+    for r in records:
+        if "ops" not in r or r["cell"]["precision"] != "fp32":
+            continue
+        for op, n in r["ops"]["unsupported"].items():
+            per_op[op][r["cell"]["model"]] = n
+            reasons[op].update(r["ops"]["reasons"].get(op, []))
+    if not per_op:
+        return ["Every op of every compiled fp32 graph is supported."]
+    totals = Counter({op: sum(m.values()) for op, m in per_op.items()})
+    body = [[op, n, ", ".join(f"{m} ({k})" for m, k in sorted(per_op[op].items())),
+             "; ".join(sorted(reasons[op]))[:120]] for op, n in totals.most_common()]
+    return table(["op", "nodes", "models (nodes)", "reason"], body)
+
+
+def error_section(records: list[dict]) -> list[str]:
+    errors = [r for r in records if r.get("status") != "ok" or r.get("partition", {}).get(
+        "fallbacks")]
+    if not errors:
+        return ["No cell failed."]
+    lines = []
+    for r in errors:
+        if r.get("status") != "ok":
+            e = r["error"]
+            msg = (e.get("message") or "").strip().splitlines()
+            lines.append(f"- `{r['cell']['key']}` {r['status']} at {e['stage']}: "
+                         f"{e['type']}: {msg[0][:200] if msg else ''}")
+        for seg, why in r.get("partition", {}).get("fallbacks", {}).items():
+            lines.append(f"- `{r['cell']['key']}` {seg} fell back to PyTorch: {why[:200]}")
+    return lines
+
+
+def markdown(records: list[dict], title: str = "Model zoo report") -> str:
+    ok = sum(1 for r in records if r.get("status") == "ok")
+    runs = sorted({r.get("run_id", "?") for r in records})
+    out = [f"# {title}", "", f"{len(records)} cells ({ok} ok, {len(records) - ok} failed), "
+           f"runs {', '.join(runs)}.", ""]
+    out += environment_lines(records) + ["", "## Cells", ""]
+    out += table(CELL_HEADER, [cell_row(r) for r in records])
+    out += ["", "## Ratios vs the anchor (Torch-TensorRT 2.13 + TensorRT-RTX, fp32)", ""]
+    out += anchor_section(records)
+    out += ["", "## Resource partitioning", ""] + resource_section(records)
+    out += ["", "## Unsupported ops", ""] + unsupported_section(records)
+    out += ["", "## Failures and fallbacks", ""] + error_section(records)
+    return "\n".join(out) + "\n"
