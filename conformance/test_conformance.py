@@ -23,7 +23,8 @@ def test_op(case, dtype, dynamic, request):
     try:
         run_cell(case, dtype, dynamic)
     except BaseException as err:
-        command = f'python -m pytest "conformance/test_conformance.py::test_op[{request.node.callspec.id}]"'
+        cell = request.node.callspec.id
+        command = f'python -m pytest "conformance/test_conformance.py::test_op[{cell}]"'
         raise AssertionError(f"{type(err).__name__}: {err}\nreproduce: {command}") from err
 
 

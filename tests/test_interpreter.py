@@ -76,5 +76,6 @@ def test_converter_failure_names_node_and_op(registry):
         raise RuntimeError("boom")
 
     spec = TensorSpec("x", torch.float32, (2, 3), (2, 3), (2, 3))
-    with pytest.raises(ConversionError, match="aten.relu.default failed on node relu_default.*boom"):
+    message = "aten.relu.default failed on node relu_default.*boom"
+    with pytest.raises(ConversionError, match=message):
         Interpreter(_graph_module(), [spec], CompilationSettings(), registry).run()

@@ -11,10 +11,9 @@ import torch
 
 
 def _compile_command(args: argparse.Namespace) -> int:
-    from zoo.registry import get
-
     import torch_trt_ref
     from torch_trt_ref.memory import PeakRSS
+    from zoo.registry import get
 
     entry = get(args.model)
     model = entry.factory()
@@ -39,12 +38,12 @@ def _compile_command(args: argparse.Namespace) -> int:
           f"precision {args.precision}, partitioner {args.partitioner}")
     print(report.render())
     print(f"executor: {', '.join(sorted(set(report.executors.values()))) or 'none'}")
-    print(f"max abs error vs eager fp32: {error:.3g} (tolerance {entry.tolerances.get(args.precision)})")
+    tolerance = entry.tolerances.get(args.precision)
+    print(f"max abs error vs eager fp32: {error:.3g} (tolerance {tolerance})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"model": entry.name, "max_abs_error": error, **report.to_json()}, f,
                       indent=1, default=str)
-    tolerance = entry.tolerances.get(args.precision)
     return 0 if tolerance is None or error <= tolerance else 1
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import torch
 from torch.fx import GraphModule
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from .._trt import to_torch_dtype, trt
+from .._trt import to_torch_dtype
 from .reference import layers  # noqa: F401  (registers the reference layer kinds)
 from .reference.registry import REFERENCE_LAYERS
 
@@ -87,7 +87,8 @@ def _weights(value: Any, source: torch.Tensor | None) -> torch.Tensor | None:
         if source is not None and value.ctypes.data == source.data_ptr():
             return source.reshape(-1)
         return torch.from_numpy(value.copy()).reshape(-1)
-    if source is not None and getattr(value, "nbytes", -1) == source.numel() * source.element_size():
+    nbytes = getattr(value, "nbytes", -1)
+    if source is not None and nbytes == source.numel() * source.element_size():
         return source.reshape(-1)
     return None
 
