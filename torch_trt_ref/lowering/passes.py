@@ -20,17 +20,18 @@ ASSERT_OPS = {aten._assert_async.msg, aten._assert_scalar.default,
 
 
 def remove_noops(gm: GraphModule, settings: CompilationSettings) -> GraphModule:
-    """Drop inference no-ops: detach, alias, dropout in eval, and clones that only copy.
+    """Drop inference no-ops: detach, alias, dropout in eval, and dtype casts that do not
+    change the dtype. (``clone`` stays: in a PyTorch segment it makes a tensor contiguous
+    for a later ``view``; in TensorRT its converter is an identity.)
 
-    Before: ``y = aten.detach(x); z = aten.clone(y); out = relu(z)``
+    Before: ``y = aten.detach(x); z = aten.dropout(y, 0.1, False); out = relu(z)``
     After:  ``out = relu(x)``"""
     for node in list(gm.graph.nodes):
         if node.op != "call_function":
             continue
-        is_clone = node.target == aten.clone.default and node.kwargs.get(
-            "memory_format") in (None, torch.preserve_format, torch.contiguous_format)
-        is_copy = node.target == aten._to_copy.default and _same_meta(node)
-        if node.target in NOOP_OPS or is_clone or is_copy:
+        is_copy = node.target == aten._to_copy.default and _same_meta(node) and set(
+            node.kwargs) <= {"dtype", "device", "layout"}
+        if node.target in NOOP_OPS or is_copy:
             node.replace_all_uses_with(node.args[0])
             gm.graph.erase_node(node)
         elif node.target == aten.native_dropout.default:

@@ -58,5 +58,6 @@ class EngineModule(torch.nn.Module):
                                              self.engine.requires_output_allocator)
             outputs = self._trt(named)
         else:
-            outputs = run_snapshot(self.engine.snapshot, named)
+            # TensorRT writes dense, contiguous outputs; the reference executor matches that.
+            outputs = [o.contiguous() for o in run_snapshot(self.engine.snapshot, named)]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
