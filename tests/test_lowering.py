@@ -1,0 +1,89 @@
+"""Lowering: the decomposition registry with enabled/disabled sets, and passes that keep the
+graph valid and the module's results unchanged."""
+
+import torch
+
+from torch_trt_ref import CompilationSettings
+from torch_trt_ref.capture import capture
+from torch_trt_ref.compiler import lower_program
+from torch_trt_ref.lowering.decompositions import decomposition_table, register_decomposition
+from torch_trt_ref.lowering.passes import fold_constants
+from torch_trt_ref.settings import op_name
+
+aten = torch.ops.aten
+
+
+def _ops(gm) -> list[str]:
+    return [op_name(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 3)
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x):
+        return torch.nn.functional.hardswish(self.drop(self.lin(x)).detach())
+
+
+def test_default_lowering_removes_dropout_and_detach_and_matches_eager():
+    x = torch.randn(2, 4)
+    model = Net()
+    gm = lower_program(capture(model, (x,)), CompilationSettings())
+    ops = _ops(gm)
+    assert not any("dropout" in o or "detach" in o for o in ops)
+    torch.testing.assert_close(gm(x), model.eval()(x))
+
+
+def test_disabled_decomposition_keeps_the_op_and_enabled_adds_one():
+    x = torch.randn(2, 4)
+    kept = lower_program(capture(Net(), (x,)),
+                         CompilationSettings(disabled_decompositions=[aten.hardswish]))
+    assert "aten.hardswish.default" in _ops(kept)
+    default = lower_program(capture(Net(), (x,)), CompilationSettings())
+    assert "aten.hardswish.default" not in _ops(default)
+
+
+def test_registered_decomposition_is_used_and_can_be_disabled():
+    table_before = decomposition_table(CompilationSettings())
+    registry: dict = {}
+
+    @register_decomposition(aten.hardswish.default, registry=registry)
+    def hardswish(x):
+        return x * torch.clamp(x + 3, 0, 6) / 6
+
+    assert registry == {aten.hardswish.default: hardswish}
+    assert aten.linear.default in table_before  # ours, from the default registry
+    off = decomposition_table(CompilationSettings(disabled_decompositions=["aten::linear"]))
+    assert aten.linear.default not in off
+
+
+def test_fold_constants_evaluates_weight_only_subgraphs():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+
+        def forward(self, x):
+            return x @ (self.w.t() * 2)
+
+    x = torch.tensor([[1.0, 0.0]])
+    gm = lower_program(capture(M(), (x,)), CompilationSettings())
+    # only the matmul touches the input; permute/mul of the weight were folded
+    assert all("permute" not in o and "mul" not in o for o in _ops(gm))
+    torch.testing.assert_close(gm(x), torch.tensor([[2.0, 6.0]]))  # [1,0] @ 2*w^T
+    assert fold_constants(gm, CompilationSettings()) is gm
+
+
+def test_precision_pass_casts_weights_and_inputs_and_restores_output_dtype():
+    x = torch.randn(2, 4)
+    model = Net().eval()
+    gm = lower_program(capture(model, (x,)), CompilationSettings(precision="fp16"))
+    vals = [n.meta["val"] for n in gm.graph.nodes
+            if n.op == "call_function" and isinstance(n.meta.get("val"), torch.Tensor)]
+    assert torch.float16 in {v.dtype for v in vals}
+    out = gm(x)
+    assert out.dtype == torch.float32
+    assert model.lin.weight.dtype == torch.float32  # the user's weights are untouched
+    torch.testing.assert_close(out, model(x), atol=1e-2, rtol=1e-2)
