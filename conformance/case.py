@@ -69,6 +69,7 @@ class Case:
     kwargs: dict = field(default_factory=dict)
     dtypes: tuple[torch.dtype, ...] = FLOATS
     dynamic: bool = True
+    static: bool = True  # False: the op only exists with symbolic shapes (SymInt ops)
     tol: dict = field(default_factory=dict)
     xfail: dict = field(default_factory=dict)
     name: str = ""

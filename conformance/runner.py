@@ -43,6 +43,8 @@ def cells(case_list: list[Case]) -> Iterator[tuple[str, Case, torch.dtype, bool]
         counters[key] = index + 1
         for dtype in case.dtypes:
             for dynamic in ((False, True) if case.dynamic and case.tensor_args() else (False,)):
+                if not dynamic and not case.static:
+                    continue
                 yield cell_id(case, index, dtype, dynamic), case, dtype, dynamic
 
 

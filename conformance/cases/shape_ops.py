@@ -1,0 +1,74 @@
+"""Conformance cases: views, layout and dtype copies, concatenation. Ops taking tensor
+lists or SymInt sizes are wrapped in small functions (``check_op`` names the ATen op)."""
+
+import torch
+
+from ..case import ALL, INTS, Case, T, W
+
+aten = torch.ops.aten
+ANY = ALL + (torch.bool,)
+F32, F16, BF16, BOOL = torch.float32, torch.float16, torch.bfloat16, torch.bool
+
+
+def view_symbolic(x):
+    return aten.view.default(x, [x.shape[0] * x.shape[1], -1])
+
+
+def view_symbolic_inner(x):
+    return aten.view.default(x, [2, x.shape[1] * 4])
+
+
+def expand_like(x, y):
+    return aten.expand.default(x, list(y.shape))
+
+
+def cat_list(*tensors, dim=0):
+    return aten.cat.default(list(tensors), dim)
+
+
+CASES = [
+    Case(aten.view.default, (T((2, 3, 4)), [-1, 4]), dtypes=ANY),
+    Case(aten.view.default, (T((2, 3, 4)), [-1]), name="flatten"),
+    Case(aten.view.default, (T((1,)), []), name="to_scalar"),
+    Case(view_symbolic, (T((2, 3, 4)),), check_op=aten.view.default, name="symbolic"),
+    Case(view_symbolic_inner, (T((2, 3, 4), dynamic=(1,)),), check_op=aten.view.default,
+         name="symbolic_inner"),
+    Case(aten.view_copy.default, (T((2, 3, 4)), [-1, 12]), dtypes=(F32, torch.int64)),
+    Case(aten._reshape_copy.default, (T((2, 3, 4)), [-1, 2, 2]), dtypes=(F32, torch.int32)),
+    Case(aten.permute.default, (T((2, 3, 4)), [2, 0, 1]), dtypes=ANY),
+    Case(aten.permute.default, (T((2, 3, 4)), [-1, 0, -2]), name="negative"),
+    Case(aten.permute_copy.default, (T((2, 3, 4)), [1, 0, 2]), dtypes=(F32, torch.int64)),
+    Case(aten.expand.default, (T((3, 1)), [2, -1, 4]), dtypes=ANY),
+    Case(aten.expand.default, (T(()), [2, 3]), name="scalar"),
+    Case(expand_like, (T((1, 4)), T((3, 4))), check_op=aten.expand.default, name="symbolic"),
+    Case(aten.squeeze.dims, (T((3, 1, 4, 1)), [1, -1]), dtypes=ANY),
+    Case(aten.squeeze.dims, (T((3, 1, 4)), [0, 1]), name="non_unit_ignored"),
+    Case(aten.unsqueeze.default, (T((2, 3)), 0), dtypes=ANY),
+    Case(aten.unsqueeze.default, (T((2, 3)), -1), name="last"),
+    Case(aten.unsqueeze.default, (T((2, 3)), 1), name="middle"),
+    Case(aten.clone.default, (T((2, 3, 4, 5)),), {"memory_format": torch.channels_last},
+         dtypes=ANY, name="channels_last"),
+    Case(aten._to_copy.default, (T((2, 3)),), {"dtype": F16}, dtypes=(F32, BF16) + INTS + (BOOL,),
+         name="to_fp16"),
+    Case(aten._to_copy.default, (T((2, 3)),), {"dtype": F32}, dtypes=(F16, BF16) + INTS + (BOOL,),
+         name="to_fp32"),
+    Case(aten._to_copy.default, (T((2, 3)),), {"dtype": BF16}, dtypes=(F32, F16, torch.int32),
+         name="to_bf16"),
+    Case(aten._to_copy.default, (T((2, 3), low=-3, high=3),), {"dtype": torch.int32},
+         dtypes=(F32, F16, BF16, torch.int64, BOOL), name="to_int32"),
+    Case(aten._to_copy.default, (T((2, 3)),), {"dtype": torch.int64},
+         dtypes=(F32, torch.int32, BOOL), name="to_int64"),
+    Case(aten._to_copy.default, (T((2, 3)),), {"dtype": BOOL}, dtypes=ALL, name="to_bool"),
+    Case(aten._to_copy.default, (T((5,), values=[0.0, -0.0, 0.5, -1.5, 2.9]),), {"dtype": BOOL},
+         dtypes=(F32,), name="to_bool_edges"),
+    Case(aten.copy.default, (T((2, 3)), T((3,))), dtypes=ALL),
+    Case(aten.copy.default, (T((2, 3)), T((2, 3), dtype=torch.int32)), name="cast"),
+    Case(cat_list, (T((2, 3)), T((4, 3))), check_op=aten.cat.default, dtypes=ANY),
+    Case(cat_list, (T((2, 3)), T((2, 5)), T((2, 1))), {"dim": -1},
+         check_op=aten.cat.default, name="negative_dim"),
+    Case(cat_list, (T((2, 3)), T((2, 3), dtype=torch.int32)), {"dim": 1},
+         check_op=aten.cat.default, name="promotion"),
+    Case(cat_list, (T((2, 3)), T((2, 0))), {"dim": 1}, check_op=aten.cat.default,
+         name="empty"),
+    Case(cat_list, (T((2, 3)), W((1, 3))), check_op=aten.cat.default, name="weight"),
+]

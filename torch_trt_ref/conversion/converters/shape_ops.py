@@ -1,0 +1,117 @@
+"""Converters for views and layout ops: view/reshape, permute, expand, squeeze/unsqueeze,
+clone, dtype copies, concatenation and their ``*_copy`` variants."""
+
+from __future__ import annotations
+
+import torch
+
+from .. import dims as D
+from .. import helpers
+from ..registry import converter
+
+aten = torch.ops.aten
+DEFAULT_FORMATS = (None, torch.preserve_format, torch.contiguous_format)
+
+
+def _meta(node, index=0):
+    arg = node.args[index] if len(node.args) > index else None
+    return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
+
+
+@converter(aten.view.default, aten.view_copy.default, aten._reshape_copy.default, dynamic=True)
+def view(ctx, input, size):
+    return D.reshape(ctx, input, [D.as_dim(ctx, s) for s in size])
+
+
+@converter(aten.permute.default, aten.permute_copy.default, dynamic=True)
+def permute(ctx, input, dims):
+    return helpers.permute(ctx, input, dims) if len(input.shape) else input
+
+
+@converter(aten.expand.default, dynamic=True)
+def expand(ctx, input, size, implicit=False):
+    x = helpers.expand_rank(ctx, input, len(size))
+    current = D.dims_of(ctx, x)
+    target = [cur if not helpers.is_tensor(s) and s == -1 else D.as_dim(ctx, s)
+              for s, cur in zip(size, current)]
+    return D.broadcast_to(ctx, x, target)
+
+
+@converter(aten.squeeze.dims, dynamic=True)
+def squeeze(ctx, input, dim):
+    rank = len(input.shape)
+    if rank == 0:
+        return input
+    drop = {helpers.normalize_dim(d, rank) for d in dim}
+    drop = {d for d in drop if input.shape[d] == 1}
+    if not drop:
+        return input
+    kept = [d for i, d in enumerate(D.dims_of(ctx, input)) if i not in drop]
+    return D.reshape(ctx, input, kept)
+
+
+@converter(aten.unsqueeze.default, dynamic=True)
+def unsqueeze(ctx, input, dim):
+    return helpers.unsqueeze(ctx, input, dim)
+
+
+def _layout_only(node, settings):
+    """Values are what matters in TensorRT: any memory format is an identity copy."""
+    layout = node.kwargs.get("layout")
+    if layout not in (None, torch.strided):
+        return f"layout {layout} is not supported"
+    return None
+
+
+@converter(aten.clone.default, validator=_layout_only, dynamic=True)
+def clone(ctx, input, memory_format=None):
+    return helpers.identity(ctx, input)
+
+
+def _to_copy_ok(node, settings):
+    src, out = _meta(node), node.meta.get("val")
+    if node.kwargs.get("layout") not in (None, torch.strided):
+        return f"layout {node.kwargs['layout']} is not supported"
+    if node.kwargs.get("memory_format") not in DEFAULT_FORMATS:
+        return f"memory_format {node.kwargs['memory_format']} is not supported"
+    if isinstance(src, torch.Tensor) and isinstance(out, torch.Tensor) \
+            and src.device != out.device:
+        return f"device transfer {src.device} -> {out.device} stays in PyTorch"
+    return None
+
+
+@converter(aten._to_copy.default, validator=_to_copy_ok, dynamic=True)
+def to_copy(ctx, input, dtype=None, layout=None, device=None, pin_memory=None,
+            non_blocking=False, memory_format=None):
+    out = helpers.itensor(ctx, input)
+    return helpers.cast(ctx, out, ctx.out_dtype) if helpers.dtype_of(out) != ctx.out_dtype \
+        else helpers.identity(ctx, out)
+
+
+@converter(aten.copy.default, dynamic=True)
+def copy(ctx, input, src, non_blocking=False):
+    """``input.copy_(src)`` out of place: src broadcast to input's shape and dtype."""
+    src = helpers.itensor(ctx, src, helpers.dtype_of(input))
+    return D.broadcast_to(ctx, src, D.dims_of(ctx, input))
+
+
+@converter(aten.cat.default, dynamic=True)
+def cat(ctx, tensors, dim=0):
+    dtype = ctx.out_dtype
+    # torch ignores legacy empty 1-D tensors of shape (0,) when the others have rank > 1.
+    ranks = {helpers.rank_of(t) for t in tensors}
+    rank = max(ranks)
+    inputs = [helpers.itensor(ctx, t, dtype) for t in tensors
+              if not (rank > 1 and helpers.rank_of(t) == 1 and _numel_zero(t))]
+    axis = helpers.normalize_dim(dim, rank)
+    non_empty = [t for t in inputs if t.shape[axis] != 0]
+    inputs = non_empty or inputs[:1]
+    if len(inputs) == 1:
+        return helpers.identity(ctx, inputs[0])
+    layer = ctx.net.add_concatenation(inputs)
+    layer.axis = axis
+    return ctx.name_layer(layer, "concat").get_output(0)
+
+
+def _numel_zero(t) -> bool:
+    return any(d == 0 for d in t.shape)

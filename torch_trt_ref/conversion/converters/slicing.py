@@ -1,0 +1,194 @@
+"""Converters that cut, repeat or pad tensors along dims: slice, select, split, unbind,
+narrow, flip, repeat, constant padding, diagonal, unfold and as_strided. All but the last
+three are ISliceLayers (strides, negative strides, WRAP and FILL modes)."""
+
+from __future__ import annotations
+
+import torch
+
+from .. import dims as D
+from .. import helpers
+from ..._trt import trt
+from ..registry import converter
+
+aten = torch.ops.aten
+INT64_MAX = 2**63 - 1
+
+
+def _bound(ctx, value, size: D.Dim, default: int) -> D.Dim:
+    """torch's slice bound: None -> default, negative ints count from the end, then
+    clamped to [0, size]. SymInt bounds are taken as non-negative (sizes)."""
+    if value is None:
+        return default if default == 0 else size
+    if helpers.is_tensor(value):
+        return D.clamp(ctx, D.as_dim(ctx, value), 0, size)
+    if value >= INT64_MAX:
+        return size
+    if value < 0:
+        return D.dim_op(ctx, "max", D.dim_op(ctx, "add", size, value), 0)
+    return D.dim_op(ctx, "min", size, value)
+
+
+def slice_dim(ctx, x, dim: int, start: D.Dim, length: D.Dim, step: int = 1):
+    """Elements ``start, start + step, ...`` (``length`` of them) of dim ``dim``."""
+    sizes = D.dims_of(ctx, x)
+    rank = len(sizes)
+    begin, stride = [0] * rank, [1] * rank
+    begin[dim], sizes[dim], stride[dim] = start, length, step
+    return D.slice_nd(ctx, x, begin, sizes, stride)
+
+
+@converter(aten.slice.Tensor, aten.slice_copy.Tensor, dynamic=True)
+def slice_(ctx, input, dim=0, start=None, end=None, step=1):
+    if len(input.shape) == 0:
+        return input
+    dim = helpers.normalize_dim(dim, len(input.shape))
+    size = D.dims_of(ctx, input)[dim]
+    begin, stop = _bound(ctx, start, size, 0), _bound(ctx, end, size, INT64_MAX)
+    span = D.dim_op(ctx, "add", D.dim_op(ctx, "sub", stop, begin), step - 1)
+    length = D.dim_op(ctx, "max", D.dim_op(ctx, "floordiv", span, step), 0)
+    return slice_dim(ctx, input, dim, begin, length, step)
+
+
+@converter(aten.narrow_copy.default, dynamic=True)
+def narrow_copy(ctx, input, dim, start, length):
+    dim = helpers.normalize_dim(dim, len(input.shape))
+    if not helpers.is_tensor(start) and start < 0:
+        start = D.dim_op(ctx, "add", D.dims_of(ctx, input)[dim], start)
+    return slice_dim(ctx, input, dim, D.as_dim(ctx, start), D.as_dim(ctx, length))
+
+
+@converter(aten.select.int, aten.select_copy.int, dynamic=True)
+def select(ctx, input, dim, index):
+    dim = helpers.normalize_dim(dim, len(input.shape))
+    if not helpers.is_tensor(index) and index < 0:
+        index = D.dim_op(ctx, "add", D.dims_of(ctx, input)[dim], index)
+    if helpers.is_tensor(index):
+        index = D.reshape(ctx, D.as_dim(ctx, index), [])
+    else:
+        index = ctx.constant(torch.tensor(index, dtype=torch.int64))
+    return ctx.name_layer(ctx.net.add_gather(input, index, dim), "select").get_output(0)
+
+
+@converter(aten.split_with_sizes.default, dynamic=True)
+def split_with_sizes(ctx, input, split_sizes, dim=0):
+    dim = helpers.normalize_dim(dim, len(input.shape))
+    outputs, start = [], 0
+    for size in split_sizes:
+        size = D.as_dim(ctx, size)
+        outputs.append(slice_dim(ctx, input, dim, start, size))
+        start = D.dim_op(ctx, "add", start, size)
+    return outputs
+
+
+@converter(aten.split_copy.Tensor, dynamic=True)
+def split_copy(ctx, input, split_size, dim=0):
+    dim = helpers.normalize_dim(dim, len(input.shape))
+    count = len(ctx.out_meta)
+    last = D.dim_op(ctx, "sub", D.dims_of(ctx, input)[dim],
+                    D.dim_op(ctx, "mul", split_size, count - 1))
+    return split_with_sizes(ctx, input, [split_size] * (count - 1) + [last], dim)
+
+
+@converter(aten.unbind_copy.int, dynamic=True)
+def unbind_copy(ctx, input, dim=0):
+    return [select(ctx, input, dim, i) for i in range(len(ctx.out_meta))]
+
+
+@converter(aten.flip.default, dynamic=True)
+def flip(ctx, input, dims):
+    rank = len(input.shape)
+    flipped = {helpers.normalize_dim(d, rank) for d in dims}
+    sizes = D.dims_of(ctx, input)
+    start = [D.dim_op(ctx, "sub", s, 1) if i in flipped else 0 for i, s in enumerate(sizes)]
+    stride = [-1 if i in flipped else 1 for i in range(rank)]
+    return D.slice_nd(ctx, input, start, sizes, stride)
+
+
+@converter(aten.repeat.default, dynamic=True)
+def repeat(ctx, input, repeats):
+    """A WRAP-mode slice reads in[i % size]: tiling without copies of the input."""
+    x = helpers.expand_rank(ctx, input, len(repeats))
+    sizes = [D.dim_op(ctx, "mul", s, D.as_dim(ctx, r))
+             for s, r in zip(D.dims_of(ctx, x), repeats)]
+    rank = len(sizes)
+    return D.slice_nd(ctx, x, [0] * rank, sizes, [1] * rank, mode=trt.SampleMode.WRAP)
+
+
+@converter(aten.constant_pad_nd.default, dynamic=True)
+def constant_pad_nd(ctx, input, pad, value=0):
+    """A FILL-mode slice starting at -pre: out-of-range reads give ``value``; negative
+    pads crop."""
+    sizes = D.dims_of(ctx, input)
+    rank = len(sizes)
+    start, stride = [0] * rank, [1] * rank
+    for k in range(len(pad) // 2):
+        d = rank - 1 - k
+        pre, post = pad[2 * k], pad[2 * k + 1]
+        start[d] = -pre
+        sizes[d] = D.dim_op(ctx, "add", sizes[d], pre + post)
+    dtype = helpers.dtype_of(input)
+    fill = bool(value) if dtype == torch.bool else value
+    return D.slice_nd(ctx, input, start, sizes, stride, mode=trt.SampleMode.FILL, fill=fill)
+
+
+def _unfold_ok(node, settings):
+    val = node.args[0].meta.get("val")
+    if val.dim() == 0:
+        return "unfold of a 0-d tensor is not supported"
+    if not isinstance(val.shape[node.args[1] % val.dim()], int):
+        return "the unfolded dim must be static"
+    return None
+
+
+@converter(aten.diagonal.default, dynamic=True)
+def diagonal(ctx, input, offset=0, dim1=0, dim2=1):
+    """Move dim1, dim2 last, flatten them and take every (m+1)-th element."""
+    rank = len(input.shape)
+    d1, d2 = helpers.normalize_dim(dim1, rank), helpers.normalize_dim(dim2, rank)
+    rest = [d for d in range(rank) if d not in (d1, d2)]
+    n, m = input.shape[d1], input.shape[d2]
+    if n < 0 or m < 0:
+        raise ValueError("diagonal needs static sizes on dim1 and dim2")
+    x = helpers.permute(ctx, input, rest + [d1, d2])
+    sizes = D.dims_of(ctx, input)
+    lead = [sizes[d] for d in rest]
+    x = D.reshape(ctx, x, lead + [n * m])
+    first = offset if offset >= 0 else -offset * m
+    length = max(0, min(n, m - offset) if offset >= 0 else min(n + offset, m))
+    return slice_dim(ctx, x, len(lead), first if length else 0, length, m + 1)
+
+
+@converter(aten.unfold.default, validator=_unfold_ok, dynamic=True)
+def unfold(ctx, input, dimension, size, step):
+    """Windows ``[i*step, i*step+size)`` along ``dimension``, window elements last."""
+    rank = len(input.shape)
+    dim = helpers.normalize_dim(dimension, rank)
+    count = (input.shape[dim] - size) // step + 1
+    index = torch.arange(count).unsqueeze(1) * step + torch.arange(size)
+    out = ctx.net.add_gather(input, ctx.constant(index), dim)
+    out = ctx.name_layer(out, "unfold").get_output(0)
+    order = list(range(dim + 1)) + list(range(dim + 2, rank + 1)) + [dim + 1]
+    return helpers.permute(ctx, out, order)
+
+
+def _as_strided_ok(node, settings):
+    val = node.args[0].meta.get("val")
+    if any(not isinstance(d, int) for d in val.shape):
+        return "as_strided needs static input shapes"
+    if not val.is_contiguous() or val.storage_offset() != 0:
+        return "as_strided of a non-contiguous view depends on storage layout"
+    return None
+
+
+@converter(aten.as_strided.default, aten.as_strided_copy.default, validator=_as_strided_ok)
+def as_strided(ctx, input, size, stride, storage_offset=None):
+    """Gather from the flattened (contiguous) input at offset + sum(i_k * stride_k)."""
+    index = torch.full(list(size), storage_offset or 0, dtype=torch.int64)
+    for k, (n, s) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[k] = n
+        index = index + torch.arange(n).reshape(shape) * s
+    flat = D.reshape(ctx, input, [-1])
+    out = ctx.net.add_gather(flat, ctx.constant(index), 0)
+    return ctx.name_layer(out, "as_strided").get_output(0)

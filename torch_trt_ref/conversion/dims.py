@@ -1,0 +1,134 @@
+"""Shape arithmetic for converters: a dim is a Python int when static or a 1-element int64
+ITensor when it is only known at run time. Ints stay in Python; layers are emitted only
+for the parts of a shape computation that are really dynamic."""
+
+from __future__ import annotations
+
+import operator
+from typing import Any, Sequence, Union
+
+import torch
+
+from . import helpers
+from ._trt_ops import EW
+from .context import ConversionContext
+
+Dim = Union[int, Any]  # int or a 1-element int64 trt.ITensor
+
+_OPS = {  # name -> (Python function on ints, TensorRT elementwise operation)
+    "add": (operator.add, EW.SUM), "sub": (operator.sub, EW.SUB),
+    "mul": (operator.mul, EW.PROD), "floordiv": (operator.floordiv, EW.FLOOR_DIV),
+    "min": (min, EW.MIN), "max": (max, EW.MAX),
+}
+
+
+def is_static(dims: Sequence[Dim]) -> bool:
+    return not any(helpers.is_tensor(d) for d in dims)
+
+
+def as_dim(ctx: ConversionContext, d: Dim) -> Dim:
+    """An int, or ``d`` as a 1-element int64 ITensor (SymInts may arrive as 0-d)."""
+    if not helpers.is_tensor(d):
+        return int(d)
+    d = helpers.cast(ctx, d, torch.int64)
+    return helpers.reshape(ctx, d, [1]) if tuple(d.shape) != (1,) else d
+
+
+def dim_op(ctx: ConversionContext, name: str, a: Dim, b: Dim) -> Dim:
+    """``a <name> b`` for name in add/sub/mul/floordiv/min/max, folded when both are ints."""
+    fn, op = _OPS[name]
+    if not helpers.is_tensor(a) and not helpers.is_tensor(b):
+        return fn(int(a), int(b))
+    a, b = as_dim(ctx, a), as_dim(ctx, b)
+    a = a if helpers.is_tensor(a) else ctx.constant(torch.tensor([a], dtype=torch.int64))
+    b = b if helpers.is_tensor(b) else ctx.constant(torch.tensor([b], dtype=torch.int64))
+    return ctx.name_layer(ctx.net.add_elementwise(a, b, op), f"dim_{name}").get_output(0)
+
+
+def clamp(ctx: ConversionContext, d: Dim, low: Dim, high: Dim) -> Dim:
+    return dim_op(ctx, "min", dim_op(ctx, "max", d, low), high)
+
+
+def dims_of(ctx: ConversionContext, x) -> list[Dim]:
+    """Every dim of ``x``: ints where TensorRT knows them statically, else gathered from
+    one shared shape layer."""
+    static = list(x.shape)
+    if all(d >= 0 for d in static):
+        return static
+    shape = helpers.shape_of(ctx, x)
+    out: list[Dim] = []
+    for i, d in enumerate(static):
+        if d >= 0:
+            out.append(d)
+        else:
+            index = ctx.constant(torch.tensor([i], dtype=torch.int64))
+            gather = ctx.net.add_gather(shape, index, 0)
+            out.append(ctx.name_layer(gather, "dim_size").get_output(0))
+    return out
+
+
+def shape_tensor(ctx: ConversionContext, dims: Sequence[Dim]):
+    """A 1-D int64 shape tensor; runs of static dims become one constant."""
+    parts, run = [], []
+    for d in list(dims) + [None]:
+        if d is not None and not helpers.is_tensor(d):
+            run.append(int(d))
+            continue
+        if run:
+            parts.append(ctx.constant(torch.tensor(run, dtype=torch.int64)))
+            run = []
+        if d is not None:
+            parts.append(as_dim(ctx, d))
+    if not parts:
+        return ctx.constant(torch.zeros(0, dtype=torch.int64))
+    if len(parts) == 1:
+        return parts[0]
+    layer = ctx.net.add_concatenation(parts)
+    layer.axis = 0
+    return ctx.name_layer(layer, "shape_concat").get_output(0)
+
+
+def reshape(ctx: ConversionContext, x, dims: Sequence[Dim]):
+    """Reshape to ``dims`` (at most one -1); a shape tensor is used only when needed."""
+    # Inputs are created before the layer: the network's layer order is its run order.
+    shape = None if is_static(dims) else shape_tensor(ctx, dims)
+    layer = ctx.net.add_shuffle(x)
+    layer.zero_is_placeholder = False
+    if shape is None:
+        layer.reshape_dims = tuple(int(d) for d in dims)
+    else:
+        layer.set_input(1, shape)
+    return ctx.name_layer(layer, "reshape").get_output(0)
+
+
+def slice_nd(ctx: ConversionContext, x, start: Sequence[Dim], size: Sequence[Dim],
+             stride: Sequence[Dim], mode=None, fill: Any = None):
+    """An ISliceLayer over every dim; dynamic start/size/stride become shape inputs.
+    ``fill`` (a Python scalar) is the value read out of bounds in FILL mode."""
+    rank = len(x.shape)
+    static = is_static(list(start) + list(size) + list(stride))
+    shapes = [] if static else [shape_tensor(ctx, v) for v in (start, size, stride)]
+    value = None if fill is None else ctx.constant(torch.tensor(fill, dtype=helpers.dtype_of(x)))
+    if static:
+        layer = ctx.net.add_slice(x, tuple(map(int, start)), tuple(map(int, size)),
+                                  tuple(map(int, stride)))
+    else:
+        layer = ctx.net.add_slice(x, (0,) * rank, (1,) * rank, (1,) * rank)
+        for index, tensor in enumerate(shapes, start=1):
+            layer.set_input(index, tensor)
+    if mode is not None:
+        layer.mode = mode
+    if value is not None:
+        layer.set_input(4, value)
+    return ctx.name_layer(layer, "slice").get_output(0)
+
+
+def broadcast_to(ctx: ConversionContext, x, dims: Sequence[Dim]):
+    """Broadcast ``x`` (rank <= len(dims), numpy alignment) to ``dims`` with a stride-0
+    slice; dims of ``x`` that are not 1 must already equal the target."""
+    x = helpers.expand_rank(ctx, x, len(dims))
+    if list(x.shape) == [d for d in dims]:
+        return x
+    stride = [0 if s == 1 and not (not helpers.is_tensor(d) and int(d) == 1) else 1
+              for s, d in zip(x.shape, dims)]
+    return slice_nd(ctx, x, [0] * len(dims), dims, stride)
