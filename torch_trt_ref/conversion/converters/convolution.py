@@ -1,0 +1,103 @@
+"""Convolution converters: ``aten.convolution`` (1d/2d/3d, grouped, dilated, transposed)
+onto IConvolutionLayer / IDeconvolutionLayer."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import torch
+
+from ..._trt import trt
+from .. import helpers
+from ..registry import converter
+from ._nn_common import drop_dim, float_only, is_static, meta, node_args
+
+aten = torch.ops.aten
+
+
+def _conv_validator(node, settings) -> Optional[str]:
+    args = node_args(node)
+    reason = float_only(node, "convolution")
+    if reason:
+        return reason
+    x, w = meta(args["input"]), meta(args["weight"])
+    nd = w.dim() - 2
+    if nd not in (1, 2, 3):
+        return f"convolution over {nd} spatial dims is not supported"
+    if x.dim() != nd + 2:
+        return "unbatched convolution input is not supported"
+    if not isinstance(x.shape[1], int) or not is_static(w.shape):
+        return "convolution needs static channel and kernel dims"
+    if args["transposed"]:
+        if x.dtype == torch.bfloat16:
+            return "TensorRT-RTX has no bf16 deconvolution kernel"
+        if any(s > 1 for s in args["stride"]) and any(d > 1 for d in args["dilation"]):
+            return "TensorRT-RTX does not support a deconvolution both strided and dilated"
+        if any(op > p for op, p in zip(args["output_padding"], args["padding"])):
+            return "transposed convolution with output_padding > padding is not supported"
+        if not isinstance(args["weight"], torch.fx.Node) or args["weight"].op != "get_attr":
+            return "transposed convolution needs a constant weight"
+    return None
+
+
+def _kernel_and_bias(ctx, weight, bias, dtype, nd):
+    """trt.Weights for constant weight/bias (recorded for refit), plus ITensor inputs for
+    the non-constant ones (None when constant)."""
+    kernel, kernel_src, bias_w, bias_src = trt.Weights(), None, trt.Weights(), None
+    kernel_in = bias_in = None
+    if isinstance(weight, torch.Tensor):
+        kernel, stored, param = ctx.weights(weight, dtype)
+        kernel_src = (stored, param)
+    else:
+        kernel_in = helpers.cast(ctx, weight, dtype)
+        if nd == 1:
+            kernel_in = helpers.reshape(ctx, kernel_in, list(weight.shape) + [1])
+    if isinstance(bias, torch.Tensor):
+        bias_w, stored, param = ctx.weights(bias, dtype)
+        bias_src = (stored, param)
+    elif bias is not None:
+        bias_in = helpers.cast(ctx, bias, dtype)
+    return kernel, kernel_src, kernel_in, bias_w, bias_src, bias_in
+
+
+@converter(aten.convolution.default, validator=_conv_validator, dynamic=True)
+def convolution(ctx, input, weight, bias, stride, padding, dilation, transposed,
+                output_padding, groups):
+    dtype = helpers.dtype_of(input)
+    nd = len(weight.shape) - 2
+    ksize = list(weight.shape[2:])
+    stride, padding, dilation = list(stride), list(padding), list(dilation)
+    if len(stride) == 1 and nd > 1:  # aten allows a single value for every dim
+        stride, padding, dilation = stride * nd, padding * nd, dilation * nd
+    x = input
+    if nd == 1:  # TensorRT convolves 2 or 3 spatial dims: add a trailing unit dim
+        x = helpers.insert_ones(ctx, x, len(x.shape))
+        ksize, stride, padding, dilation = ksize + [1], stride + [1], padding + [0], \
+            dilation + [1]
+        output_padding = list(output_padding) + [0]
+    kernel, kernel_src, kernel_in, bias_w, bias_src, bias_in = _kernel_and_bias(
+        ctx, weight, bias, dtype, nd)
+    if transposed:
+        out_maps = weight.shape[1] * groups
+        layer = ctx.net.add_deconvolution_nd(x, out_maps, ksize, kernel, bias_w)
+        layer.pre_padding = padding
+        layer.post_padding = [p - op for p, op in zip(padding, output_padding)]
+        kind = "deconvolution"
+    else:
+        layer = ctx.net.add_convolution_nd(x, weight.shape[0], ksize, kernel, bias_w)
+        layer.padding_nd = padding
+        kind = "convolution"
+    layer.stride_nd = stride
+    layer.dilation_nd = dilation
+    layer.num_groups = groups
+    ctx.name_layer(layer, kind)
+    if kernel_in is not None:
+        layer.set_input(1, kernel_in)
+    if bias_in is not None:
+        layer.set_input(2, bias_in)
+    for role, src in (("kernel", kernel_src), ("bias", bias_src)):
+        if src is not None:
+            ctx.record_weights(layer, role, *src)
+    out = layer.get_output(0)
+    return drop_dim(ctx, out, -1) if nd == 1 else out
+
