@@ -42,6 +42,8 @@ def float_only(node: Node, what: str) -> Optional[str]:
 
 def extra_outputs_used(node: Node, first_extra: int = 1) -> list[int]:
     """Indices >= ``first_extra`` of a tuple-returning node that some getitem reads."""
+    if not isinstance(node.meta.get("val"), (tuple, list)):
+        return []
     used = []
     for user in node.users:
         if user.target is not operator.getitem:

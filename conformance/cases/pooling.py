@@ -1,0 +1,42 @@
+"""Conformance cases: max/avg pooling (padding, strides, ceil_mode, count_include_pad,
+divisor_override, unbatched) and adaptive avg/max pooling (divisible and not)."""
+
+import torch
+
+from ..case import Case, T
+
+aten = torch.ops.aten
+max2d, max3d = aten.max_pool2d_with_indices.default, aten.max_pool3d_with_indices.default
+avg2d, avg3d = aten.avg_pool2d.default, aten.avg_pool3d.default
+
+
+def _values(fn):
+    """Keep only the pooled values: the indices output is not converted."""
+    return lambda *a, **k: fn(*a, **k)[0]
+
+
+def _max(op, args, name, **kw):
+    return Case(_values(op), args, name=name, check_op=op, **kw)
+
+
+CASES = [
+    _max(max2d, (T((2, 3, 8, 8)), [2, 2]), "k2"),
+    _max(max2d, (T((1, 2, 7, 9)), [3, 3], [2, 2], [1, 1]), "k3s2p1"),
+    _max(max2d, (T((1, 2, 8, 7)), [3, 2], [2, 2], [1, 0], [1, 1], True), "ceil_mode",
+         dynamic=False),
+    _max(max2d, (T((3, 6, 6), dynamic=()), [2, 2]), "unbatched"),
+    _max(max3d, (T((1, 2, 4, 6, 6)), [2, 2, 2], [2, 1, 2], [0, 1, 1]), "3d"),
+    Case(avg2d, (T((2, 3, 8, 8)), [2, 2]), name="k2"),
+    Case(avg2d, (T((1, 2, 7, 7)), [3, 3], [2, 2], [1, 1]), name="pad_counted"),
+    Case(avg2d, (T((1, 2, 7, 7)), [3, 3], [2, 2], [1, 1], False, False), name="pad_excluded"),
+    Case(avg2d, (T((1, 2, 8, 7)), [3, 3], [2, 2], [0, 0], True), name="ceil_mode",
+         dynamic=False),
+    Case(avg2d, (T((1, 2, 6, 6)), [2, 2], [2, 2], [0, 0], False, True, 3), name="divisor"),
+    Case(avg3d, (T((1, 2, 4, 6, 6)), [2, 2, 2], [2, 2, 2], [1, 1, 1]), name="3d"),
+    Case(aten._adaptive_avg_pool2d.default, (T((2, 3, 8, 6)), [4, 2]), name="divisible"),
+    Case(aten._adaptive_avg_pool2d.default, (T((1, 2, 7, 5)), [3, 2]), name="uneven"),
+    Case(aten._adaptive_avg_pool3d.default, (T((1, 2, 4, 5, 6)), [2, 3, 4]), name="mixed"),
+    _max(aten.adaptive_max_pool2d.default, (T((2, 3, 8, 6)), [2, 3]), "divisible"),
+    _max(aten.adaptive_max_pool2d.default, (T((1, 2, 7, 5)), [3, 2]), "uneven"),
+    _max(aten.adaptive_max_pool3d.default, (T((1, 2, 4, 5, 6)), [2, 2, 4]), "mixed"),
+]

@@ -1,0 +1,245 @@
+"""Pooling converters: max/avg pooling (2d/3d, padding, ceil_mode, count_include_pad,
+divisor_override) onto IPoolingLayer, and adaptive avg/max pooling."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import torch
+
+from ..._trt import trt
+from .. import helpers
+from .._trt_ops import EW, RED
+from ..registry import converter
+from ._nn_common import (add_leading_one, drop_dim, extra_outputs_used, float_only, meta,
+                         node_args)
+
+aten = torch.ops.aten
+POOL = trt.PoolingType
+
+# Note [ceil_mode]: TensorRT's EXPLICIT_ROUND_DOWN output size is
+# floor((n + pre + post - k) / s) + 1. torch's ceil_mode size is ceil((n + 2p - k) / s) + 1,
+# minus one when the last window would start in the right padding. Both agree once the
+# post padding grows by ``extra`` = (out - 1) * s + k - (n + 2p) (when positive); max
+# pooling ignores padding, and average pooling must then exclude it (see _avg_validator).
+
+
+def _per_dim(value, nd: int, default: Sequence[int]) -> list[int]:
+    if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
+        return list(default)
+    if isinstance(value, int):
+        return [value] * nd
+    value = list(value)
+    return value * nd if len(value) == 1 else value
+
+
+def _geometry(args: dict, nd: int):
+    """(kernel, stride, padding) lists of length nd from aten pooling arguments."""
+    kernel = _per_dim(args["kernel_size"], nd, ())
+    stride = _per_dim(args.get("stride"), nd, kernel)
+    padding = _per_dim(args.get("padding"), nd, [0] * nd)
+    return kernel, stride, padding
+
+
+def _ceil_extra(spatial, kernel, stride, padding, ceil_mode: bool) -> Optional[list[int]]:
+    """Extra post padding per dim for ceil_mode; None when a spatial dim is dynamic."""
+    if not ceil_mode:
+        return [0] * len(kernel)
+    extra = []
+    for n, k, s, p in zip(spatial, kernel, stride, padding):
+        if not isinstance(n, int):
+            return None
+        out = -(-(n + 2 * p - k) // s) + 1
+        if (out - 1) * s >= n + p:
+            out -= 1
+        extra.append(max(0, (out - 1) * s + k - n - 2 * p))
+    return extra
+
+
+def _common_reason(node, nd: int, what: str) -> Optional[str]:
+    reason = float_only(node, what)
+    if reason:
+        return reason
+    x = meta(node.args[0])
+    if x.dim() not in (nd + 1, nd + 2):
+        return f"{what} expects a {nd + 1}-d or {nd + 2}-d input"
+    if not isinstance(x.shape[-nd - 1], int):
+        return f"{what} needs a static channel dim"
+    return None
+
+
+def _max_validator(nd: int):
+    def validate(node, settings) -> Optional[str]:
+        reason = _common_reason(node, nd, "max pooling")
+        if reason:
+            return reason
+        args = node_args(node)
+        if any(d != 1 for d in _per_dim(args["dilation"], nd, [1] * nd)):
+            return "TensorRT pooling has no dilation"
+        if extra_outputs_used(node):
+            return "the indices output of max pooling is not supported"
+        kernel, stride, padding = _geometry(args, nd)
+        if _ceil_extra(meta(node.args[0]).shape[-nd:], kernel, stride, padding,
+                       args["ceil_mode"]) is None:
+            return "ceil_mode with dynamic spatial dims is not supported"
+        return None
+
+    return validate
+
+
+def _avg_mode(args: dict, spatial, nd: int):
+    """(exclude_padding, extra post padding, divisor scale) or a reason string."""
+    kernel, stride, padding = _geometry(args, nd)
+    extra = _ceil_extra(spatial, kernel, stride, padding, args["ceil_mode"])
+    if extra is None:
+        return "ceil_mode with dynamic spatial dims is not supported"
+    has_pad, overflow = any(padding), any(extra)
+    if overflow and args["count_include_pad"] and has_pad:
+        return "ceil_mode windows past the padding with count_include_pad are not supported"
+    exclude = not args["count_include_pad"] or overflow
+    scale = 1.0
+    if args["divisor_override"]:
+        if exclude and (has_pad or overflow):
+            return "divisor_override with excluded padding is not supported"
+        area = 1
+        for k in kernel:
+            area *= k
+        scale = area / args["divisor_override"]
+    return exclude, extra, scale
+
+
+def _avg_validator(nd: int):
+    def validate(node, settings) -> Optional[str]:
+        reason = _common_reason(node, nd, "average pooling")
+        if reason:
+            return reason
+        mode = _avg_mode(node_args(node), meta(node.args[0]).shape[-nd:], nd)
+        return mode if isinstance(mode, str) else None
+
+    return validate
+
+
+def _pool(ctx, x, kind, kernel, stride, pre, post, exclude_padding=False):
+    """IPoolingLayer over the last len(kernel) dims; an unbatched input gets a unit batch."""
+    nd = len(kernel)
+    unbatched = len(x.shape) == nd + 1
+    if unbatched:
+        x = add_leading_one(ctx, x)
+    layer = ctx.net.add_pooling_nd(x, kind, kernel)
+    layer.stride_nd = stride
+    layer.pre_padding = pre
+    layer.post_padding = post
+    if kind == POOL.AVERAGE:
+        layer.average_count_excludes_padding = exclude_padding
+    out = ctx.name_layer(layer, "pooling").get_output(0)
+    return drop_dim(ctx, out, 0) if unbatched else out
+
+
+def _register_max(target, nd: int):
+    @converter(target, validator=_max_validator(nd), dynamic=True, family="pooling")
+    def max_pool(ctx, input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
+        args = {"kernel_size": kernel_size, "stride": stride, "padding": padding}
+        kernel, stride, padding = _geometry(args, nd)
+        extra = _ceil_extra(input.shape[-nd:], kernel, stride, padding, ceil_mode)
+        post = [p + e for p, e in zip(padding, extra)]
+        return _pool(ctx, input, POOL.MAX, kernel, stride, padding, post), None
+
+
+def _register_avg(target, nd: int):
+    @converter(target, validator=_avg_validator(nd), dynamic=True, family="pooling")
+    def avg_pool(ctx, input, kernel_size, stride=(), padding=0, ceil_mode=False,
+                 count_include_pad=True, divisor_override=None):
+        args = {"kernel_size": kernel_size, "stride": stride, "padding": padding,
+                "ceil_mode": ceil_mode, "count_include_pad": count_include_pad,
+                "divisor_override": divisor_override}
+        kernel, stride, padding = _geometry(args, nd)
+        exclude, extra, scale = _avg_mode(args, input.shape[-nd:], nd)
+        post = [p + e for p, e in zip(padding, extra)]
+        out = _pool(ctx, input, POOL.AVERAGE, kernel, stride, padding, post, exclude)
+        if scale != 1.0:
+            out = helpers.elementwise(ctx, EW.PROD, out, scale, helpers.dtype_of(out))
+        return out
+
+
+_register_max(aten.max_pool2d_with_indices.default, 2)
+_register_max(aten.max_pool3d_with_indices.default, 3)
+_register_avg(aten.avg_pool2d.default, 2)
+_register_avg(aten.avg_pool3d.default, 3)
+
+
+# ---------------------------------------------------------------------------------------
+# Adaptive pooling. Output cell i of a dim of size n -> m covers input
+# [floor(i * n / m), ceil((i + 1) * n / m)). When m divides n that is a plain pooling
+# window; otherwise each dim is pooled separately (average and max over a box are
+# separable) by gathering the windows, padded to equal length, and reducing them.
+
+
+def _adaptive_validator(nd: int, what: str):
+    def validate(node, settings) -> Optional[str]:
+        reason = _common_reason(node, nd, what)
+        if reason:
+            return reason
+        if extra_outputs_used(node):
+            return f"the indices output of {what} is not supported"
+        spatial = meta(node.args[0]).shape[-nd:]
+        if not all(isinstance(d, int) for d in spatial):
+            return f"{what} needs static spatial dims"
+        if not all(isinstance(d, int) for d in node_args(node)["output_size"]):
+            return f"{what} needs a static output_size"
+        return None
+
+    return validate
+
+
+def _windows(n: int, m: int) -> list[tuple[int, int]]:
+    return [(i * n // m, -(-(i + 1) * n // m)) for i in range(m)]
+
+
+def _adaptive_dim(ctx, x, axis: int, m: int, average: bool):
+    """Pool dim ``axis`` of ``x`` from its size to ``m`` cells."""
+    windows = _windows(x.shape[axis], m)
+    width = max(end - start for start, end in windows)
+    index = torch.tensor([[min(start + j, end - 1) for j in range(width)]
+                          for start, end in windows], dtype=torch.int32)
+    gathered = ctx.net.add_gather(x, helpers.itensor(ctx, index), axis)
+    out = ctx.name_layer(gathered, "adaptive_windows").get_output(0)
+    op = RED.MAX
+    if average:
+        weights = torch.tensor([[1.0 / (end - start) if start + j < end else 0.0
+                                 for j in range(width)] for start, end in windows])
+        trailing = len(x.shape) - axis - 1
+        weights = weights.reshape(weights.shape + (1,) * trailing)
+        out = helpers.elementwise(ctx, EW.PROD, out, weights, helpers.dtype_of(x))
+        op = RED.SUM
+    reduce = ctx.net.add_reduce(out, op, 1 << (axis + 1), False)
+    return ctx.name_layer(reduce, "adaptive_reduce").get_output(0)
+
+
+def _adaptive(ctx, x, output_size, average: bool):
+    nd = len(output_size)
+    spatial = list(x.shape[-nd:])
+    if all(n % m == 0 for n, m in zip(spatial, output_size)):
+        kernel = [n // m for n, m in zip(spatial, output_size)]
+        kind = POOL.AVERAGE if average else POOL.MAX
+        return _pool(ctx, x, kind, kernel, kernel, [0] * nd, [0] * nd)
+    rank = len(x.shape)
+    for i, (n, m) in enumerate(zip(spatial, output_size)):
+        if n != m:
+            x = _adaptive_dim(ctx, x, rank - nd + i, m, average)
+    return x
+
+
+def _register_adaptive(target, nd: int, average: bool):
+    what = f"adaptive {'average' if average else 'max'} pooling"
+
+    @converter(target, validator=_adaptive_validator(nd, what), dynamic=True,
+               family="pooling")
+    def adaptive_pool(ctx, input, output_size):
+        out = _adaptive(ctx, input, list(output_size), average)
+        return out if average else (out, None)
+
+
+_register_adaptive(aten._adaptive_avg_pool2d.default, 2, True)
+_register_adaptive(aten._adaptive_avg_pool3d.default, 3, True)
+_register_adaptive(aten.adaptive_max_pool2d.default, 2, False)
+_register_adaptive(aten.adaptive_max_pool3d.default, 3, False)
