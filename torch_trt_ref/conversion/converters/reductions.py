@@ -1,0 +1,261 @@
+"""Reduction converters: the IReduceLayer family (sum, mean, prod, amax/amin, max/min, any),
+first-index arg-reductions (argmax/argmin, max.dim/min.dim), variance, softmax and
+log-softmax, and scans (cumsum via ICumulativeLayer, cumprod as a log-step scan)."""
+
+from __future__ import annotations
+
+import torch
+
+from ..._trt import to_trt_dtype, trt
+from .. import dims as D
+from .. import helpers
+from .._trt_ops import EW, RED, UN
+from ..registry import converter
+
+aten = torch.ops.aten
+# IReduceLayer / ICumulativeLayer accept these types; bool and 8-bit types go via int32.
+REDUCIBLE = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64)
+
+
+def reduce_dims(dim, rank: int) -> list[int]:
+    """torch's reduction dims: None or [] means every dim; negatives count from the end."""
+    if dim is None:
+        return list(range(rank))
+    dims = [dim] if isinstance(dim, int) else list(dim)
+    return sorted({helpers.normalize_dim(d, rank) for d in dims}) or list(range(rank))
+
+
+def reduce(ctx, op, x, dims: list[int], keepdim: bool):
+    """One IReduceLayer; a 0-d input is its own reduction."""
+    if len(x.shape) == 0:
+        return x
+    layer = ctx.net.add_reduce(x, op, helpers.axes_mask(dims, len(x.shape)), keepdim)
+    return ctx.name_layer(layer, "reduce").get_output(0)
+
+
+def arange(ctx, n: D.Dim, dtype: torch.dtype = torch.int64):
+    """[0, 1, ..., n-1]; a LINSPACE fill when ``n`` is only known at run time."""
+    if not helpers.is_tensor(n):
+        return ctx.constant(torch.arange(int(n), dtype=dtype))
+    layer = ctx.net.add_fill((1,), trt.FillOperation.LINSPACE, to_trt_dtype(dtype))
+    layer.set_input(0, D.shape_tensor(ctx, [n]))
+    layer.alpha, layer.beta = 0, 1
+    return ctx.name_layer(layer, "arange").get_output(0)
+
+
+def positions(ctx, x, dim: int, dtype: torch.dtype = torch.int64):
+    """The index along ``dim`` shaped to broadcast against ``x``: [1, .., n, .., 1]."""
+    rank = len(x.shape)
+    n = D.dims_of(ctx, x)[dim]
+    return D.reshape(ctx, arange(ctx, n, dtype), [1] * dim + [n] + [1] * (rank - dim - 1))
+
+
+def select(ctx, condition, then, otherwise):
+    """torch.where with broadcasting; ``then``/``otherwise`` may be Python scalars."""
+    dtype = helpers.result_type(then, otherwise)
+    values = [helpers.itensor(ctx, v, dtype) for v in (then, otherwise)]
+    rank = max(len(t.shape) for t in values + [condition])
+    condition, a, b = (helpers.expand_rank(ctx, t, rank) for t in [condition] + values)
+    return ctx.name_layer(ctx.net.add_select(condition, a, b), "select").get_output(0)
+
+
+# ---------------------------------------------------------------------------------------
+# The IReduceLayer family: one table, one converter.
+
+_REDUCTIONS = {
+    aten.sum.dim_IntList: RED.SUM, aten.mean.dim: RED.AVG, aten.mean.default: RED.AVG,
+    aten.prod.default: RED.PROD, aten.prod.dim_int: RED.PROD,
+    aten.amax.default: RED.MAX, aten.amin.default: RED.MIN,
+    aten.max.default: RED.MAX, aten.min.default: RED.MIN,
+    aten.any.default: RED.MAX, aten.any.dim: RED.MAX, aten.any.dims: RED.MAX,
+}
+
+
+def _register_reduction(target, op):
+    @converter(target, dynamic=True)
+    def convert(ctx, input, dim=None, keepdim=False, dtype=None):
+        # The output dtype carries torch's rules: int sums and products accumulate in
+        # int64, ``dtype=`` casts first, any() is bool. The reduction runs in that type.
+        out = ctx.out_dtype
+        x = helpers.cast(ctx, input, torch.bool) if out == torch.bool else input
+        x = helpers.cast(ctx, x, out if out in REDUCIBLE else torch.int32)
+        return reduce(ctx, op, x, reduce_dims(dim, len(x.shape)), keepdim)
+
+
+for _target, _op in _REDUCTIONS.items():
+    _register_reduction(_target, _op)
+
+
+# ---------------------------------------------------------------------------------------
+# Arg-reductions: torch returns the FIRST index of the extreme value (NaN counts as the
+# extreme), which TopK does not promise; so: extreme -> equality mask -> min position.
+
+def _arg_ok(node, settings):
+    if node.args[0].meta["val"].dtype == torch.bool:
+        return "arg-reductions of bool tensors are not supported"
+    return None
+
+
+def first_index(ctx, x, dim: int, extreme, keepdim: bool):
+    """Index of the first element along ``dim`` that equals ``extreme`` (or is NaN)."""
+    hit = helpers.elementwise(ctx, EW.EQUAL, x, extreme)
+    if helpers.dtype_of(x).is_floating_point:
+        hit = helpers.elementwise(ctx, EW.OR, hit, helpers.unary(ctx, UN.ISNAN, x))
+    candidates = select(ctx, hit, positions(ctx, x, dim), 2**62)
+    return reduce(ctx, RED.MIN, candidates, [dim], keepdim)
+
+
+def _extreme_and_index(ctx, x, dim, keepdim, op):
+    rank = len(x.shape)
+    if dim is None:
+        x, dim = D.reshape(ctx, x, [-1]), 0
+    else:
+        dim = helpers.normalize_dim(dim, rank)
+        if rank == 0:
+            x = D.reshape(ctx, x, [1])
+    extreme = reduce(ctx, op, x, [dim], True)
+    index = first_index(ctx, x, dim, extreme, keepdim)
+    if not keepdim:
+        extreme = reduce(ctx, op, x, [dim], False)
+    if rank == 0 or (keepdim and len(x.shape) != rank):
+        index = D.reshape(ctx, index, [1] * rank)
+        extreme = D.reshape(ctx, extreme, [1] * rank)
+    return extreme, index
+
+
+@converter(aten.argmax.default, validator=_arg_ok, dynamic=True)
+def argmax(ctx, input, dim=None, keepdim=False):
+    return _extreme_and_index(ctx, input, dim, keepdim, RED.MAX)[1]
+
+
+@converter(aten.argmin.default, validator=_arg_ok, dynamic=True)
+def argmin(ctx, input, dim=None, keepdim=False):
+    return _extreme_and_index(ctx, input, dim, keepdim, RED.MIN)[1]
+
+
+@converter(aten.max.dim, validator=_arg_ok, dynamic=True)
+def max_dim(ctx, input, dim, keepdim=False):
+    return _extreme_and_index(ctx, input, dim, keepdim, RED.MAX)
+
+
+@converter(aten.min.dim, validator=_arg_ok, dynamic=True)
+def min_dim(ctx, input, dim, keepdim=False):
+    return _extreme_and_index(ctx, input, dim, keepdim, RED.MIN)
+
+
+# ---------------------------------------------------------------------------------------
+# Variance: sum((x - mean)^2) / max(N - correction, 0), N = number of reduced elements.
+
+def _float_only(node, settings):
+    if not node.args[0].meta["val"].dtype.is_floating_point:
+        return "only floating-point inputs are supported"
+    return None
+
+
+def _variance(ctx, x, dims, correction, keepdim):
+    mean = reduce(ctx, RED.AVG, x, dims, True)
+    centered = helpers.elementwise(ctx, EW.SUB, x, mean)
+    squares = helpers.elementwise(ctx, EW.PROD, centered, centered)
+    total = reduce(ctx, RED.SUM, squares, dims, keepdim)
+    sizes = D.dims_of(ctx, x)
+    count: D.Dim = 1
+    for d in dims:
+        count = D.dim_op(ctx, "mul", count, sizes[d])
+    correction = 1 if correction is None else correction
+    if helpers.is_tensor(count):
+        count = helpers.cast(ctx, count, helpers.dtype_of(x))
+        denom = helpers.elementwise(ctx, EW.SUB, count, float(correction))
+        denom = helpers.elementwise(ctx, EW.MAX, denom, 0.0)
+        denom = D.reshape(ctx, denom, [])
+    else:
+        denom = max(count - correction, 0)
+    return helpers.elementwise(ctx, EW.DIV, total, float(denom) if not helpers.is_tensor(
+        denom) else denom)
+
+
+@converter(aten.var.correction, validator=_float_only, dynamic=True)
+def var(ctx, input, dim=None, correction=None, keepdim=False):
+    return _variance(ctx, input, reduce_dims(dim, len(input.shape)), correction, keepdim)
+
+
+@converter(aten.var_mean.correction, validator=_float_only, dynamic=True)
+def var_mean(ctx, input, dim=None, correction=None, keepdim=False):
+    dims = reduce_dims(dim, len(input.shape))
+    return (_variance(ctx, input, dims, correction, keepdim),
+            reduce(ctx, RED.AVG, input, dims, keepdim))
+
+
+# ---------------------------------------------------------------------------------------
+# Softmax family.
+
+def _as_rank1(ctx, x):
+    return D.reshape(ctx, x, [1]) if len(x.shape) == 0 else x
+
+
+@converter(aten._softmax.default, validator=_float_only, dynamic=True)
+def softmax(ctx, input, dim, half_to_float=False):
+    x = helpers.cast(ctx, input, ctx.out_dtype)
+    rank = len(x.shape)
+    x = _as_rank1(ctx, x)
+    layer = ctx.net.add_softmax(x)
+    layer.axes = 1 << helpers.normalize_dim(dim, rank)
+    out = ctx.name_layer(layer, "softmax").get_output(0)
+    return D.reshape(ctx, out, []) if rank == 0 else out
+
+
+@converter(aten._log_softmax.default, validator=_float_only, dynamic=True)
+def log_softmax(ctx, input, dim, half_to_float=False):
+    """x - max - log(sum(exp(x - max))): no overflow, and no log(0) for tiny softmax."""
+    x = helpers.cast(ctx, input, ctx.out_dtype)
+    dims = [helpers.normalize_dim(dim, len(x.shape))]
+    shifted = helpers.elementwise(ctx, EW.SUB, x, reduce(ctx, RED.MAX, x, dims, True))
+    total = reduce(ctx, RED.SUM, helpers.unary(ctx, UN.EXP, shifted), dims, True)
+    return helpers.elementwise(ctx, EW.SUB, shifted, helpers.unary(ctx, UN.LOG, total))
+
+
+# ---------------------------------------------------------------------------------------
+# Scans.
+
+@converter(aten.cumsum.default, dynamic=True)
+def cumsum(ctx, input, dim, dtype=None):
+    out = ctx.out_dtype
+    x = helpers.cast(ctx, input, out if out in REDUCIBLE else torch.int64)
+    if len(x.shape) == 0:
+        return x
+    axis = ctx.constant(torch.tensor(helpers.normalize_dim(dim, len(x.shape)),
+                                     dtype=torch.int32))
+    layer = ctx.net.add_cumulative(x, axis, trt.CumulativeOperation.SUM, False, False)
+    return ctx.name_layer(layer, "cumsum").get_output(0)
+
+
+def _static_scan_axis(node, settings):
+    x = node.args[0].meta["val"]
+    dim = node.args[1] if len(node.args) > 1 else node.kwargs["dim"]
+    if x.dim() and not isinstance(x.shape[dim], int):
+        return "the scanned dim must have a static size"
+    return None
+
+
+def scan(ctx, x, dim: int, op, identity: float):
+    """Inclusive scan by doubling (Hillis-Steele): after step s every element combines
+    the 2s elements ending at it; elements before the start read ``identity``."""
+    n = x.shape[dim]
+    rank = len(x.shape)
+    step = 1
+    while step < n:
+        start = [0] * rank
+        start[dim] = -step
+        shifted = D.slice_nd(ctx, x, start, D.dims_of(ctx, x), [1] * rank,
+                             mode=trt.SampleMode.FILL, fill=identity)
+        x = helpers.elementwise(ctx, op, x, shifted)
+        step *= 2
+    return x
+
+
+@converter(aten.cumprod.default, validator=_static_scan_axis, dynamic=True)
+def cumprod(ctx, input, dim, dtype=None):
+    out = ctx.out_dtype
+    x = helpers.cast(ctx, input, out if out in REDUCIBLE else torch.int64)
+    if len(x.shape) == 0:
+        return x
+    return scan(ctx, x, helpers.normalize_dim(dim, len(x.shape)), EW.PROD, 1)
