@@ -1,0 +1,46 @@
+"""The harness on the smallest zoo model: a cell's record, a failing cell that does not
+stop the sweep, and the subprocess timeout."""
+
+import pytest
+
+from zoo.harness import run_in_subprocess, sweep
+from zoo.matrix import Cell, matrix, quick_matrix
+from zoo.schema import read_records
+
+
+def test_quick_matrix_is_the_ci_subset():
+    cells = quick_matrix()
+    assert len(cells) == 5 * 2 * 2
+    assert {c.strategy for c in cells} == {"fast", "dependency_aware"}
+    assert {c.precision for c in cells} == {"fp32", "fp16"}
+    assert len({c.key for c in cells}) == len(cells)
+
+
+def test_matrix_rejects_unknown_strategy():
+    with pytest.raises(ValueError, match="dependency_aware"):
+        matrix(["resnet18"], ["greedy"])
+
+
+def test_failing_cell_is_recorded_and_the_sweep_goes_on(tmp_path):
+    out = tmp_path / "zoo.jsonl"
+    cells = [Cell("no_such_model", "fast", "fp32"), Cell("lgamma_graph", "fast", "fp32")]
+    records = sweep(cells, out, isolate=False, progress=False,
+                    measure={"warmup": 0, "runs": 3, "max_seconds": 1.0})
+    assert [r["cell"]["key"] for r in read_records(out)] == [c.key for c in cells]
+    bad, good = records
+    assert bad["status"] == "error"
+    assert bad["error"]["stage"] == "build_model" and bad["error"]["type"] == "KeyError"
+    assert good["run_id"] == bad["run_id"]
+    assert "torch" in good["env"] and "tensorrt" in good["env"]
+    # lgamma graph: add, lgamma, mul, lgamma, div, lgamma, cat = 7 compute nodes
+    assert good["status"] == "ok", good["error"]
+    assert good["ops"]["total"] == 7
+    assert good["ops"]["unsupported"].get("aten.lgamma.default") == 3
+    assert good["accuracy"]["within_tolerance"], good["accuracy"]
+    assert good["latency"]["runs"] >= 3
+
+
+def test_subprocess_timeout_becomes_a_record():
+    record = run_in_subprocess(Cell("lgamma_graph", "fast", "fp32"), timeout=0.01)
+    assert record["status"] == "timeout"
+    assert record["error"]["type"] == "TimeoutExpired"

@@ -1,0 +1,87 @@
+"""The zoo registry: every entry is well formed; the small ones build, run eagerly and are
+deterministic (big models are exercised by the zoo sweep, not by unit tests)."""
+
+import pytest
+import torch
+
+from torch_trt_ref import Input
+from zoo.entry import ZooEntry
+from zoo.registry import QUICK, ZOO, get
+
+SMALL = ["lgamma_graph", "unconvertible", "bert_2layer", "gpt2_2layer"]
+PUBLISHED = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
+             "convnext_tiny", "vit_b_16", "swin_t", "bert_base", "gpt2", "t5_small", "vit_base",
+             "whisper_tiny_encoder", "llama_100m"]
+
+
+def test_zoo_has_the_issue_models():
+    assert set(PUBLISHED + SMALL) <= set(ZOO)
+    assert set(QUICK) <= set(ZOO)
+    assert {name for name, e in ZOO.items() if "quick" in e.tags} == set(QUICK)
+
+
+@pytest.mark.parametrize("name", sorted(ZOO))
+def test_entry_is_well_formed(name):
+    entry = ZOO[name]
+    assert entry.name == name
+    assert entry.description
+    assert set(entry.tolerances) == {"fp32", "fp16", "bf16"}
+    assert entry.tolerances["fp32"] <= entry.tolerances["fp16"] <= entry.tolerances["bf16"]
+    args, kwargs = entry.inputs()
+    assert isinstance(args, tuple) and isinstance(kwargs, dict)
+    if entry.dynamic is not None:
+        specs, kw_specs = entry.dynamic
+        assert len(specs) == len(args) and set(kw_specs) == set(kwargs)
+        for spec, value in zip(specs, args):
+            assert isinstance(spec, Input) and spec.contains(tuple(value.shape))
+            assert spec.dtype == value.dtype
+
+
+def test_get_unknown_name_lists_the_known_ones():
+    with pytest.raises(KeyError, match="resnet18") as info:
+        get("resnet19")
+    assert "no zoo model 'resnet19'" in str(info.value)
+
+
+@pytest.mark.parametrize("name", SMALL)
+def test_small_entry_builds_runs_and_is_deterministic(name):
+    entry = get(name)
+    a, b = entry.factory(), entry.factory()
+    assert not a.training
+    for (ka, va), (kb, vb) in zip(a.state_dict().items(), b.state_dict().items()):
+        assert ka == kb and torch.equal(va, vb), f"{name}: {ka} differs between two builds"
+    args, kwargs = entry.inputs()
+    args2, _ = entry.inputs()
+    assert all(torch.equal(x, y) for x, y in zip(args, args2))
+    with torch.no_grad():
+        out = a(*args, **kwargs)
+    leaves = [t for t in torch.utils._pytree.tree_leaves(out) if isinstance(t, torch.Tensor)]
+    assert leaves and all(torch.isfinite(t).all() for t in leaves if t.is_floating_point())
+
+
+def test_lgamma_graph_matches_seed_000():
+    model = get("lgamma_graph").factory()
+    (x, y), _ = get("lgamma_graph").inputs()
+    expected = torch.cat([torch.lgamma(x), torch.lgamma(y), torch.lgamma(x / y), x + y, x * y])
+    torch.testing.assert_close(model(x, y), expected)
+
+
+def test_weight_bytes_counts_tied_storage_once():
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(4, 3)  # 12 + 3 floats
+            self.b = torch.nn.Linear(4, 3, bias=False)
+            self.b.weight = self.a.weight  # tied: not counted again
+            self.register_buffer("h", torch.zeros(5, dtype=torch.float16))  # 10 bytes
+
+    assert ZooEntry.weight_bytes(Tied()) == (12 + 3) * 4 + 10
+
+
+def test_gpt2_2layer_ties_lm_head_to_embedding():
+    model = get("gpt2_2layer").factory()
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    embedding = model.transformer.wte.weight
+    assert model.lm_head.weight.data_ptr() == embedding.data_ptr()
+    assert ZooEntry.weight_bytes(model) <= params + sum(
+        b.numel() * b.element_size() for b in model.buffers())

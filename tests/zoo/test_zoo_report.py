@@ -1,0 +1,101 @@
+"""Report rendering (markdown, HTML, plots, anchor ratios) on hand-made records."""
+
+import pytest
+
+from zoo.anchors import ANCHOR, anchor_rows
+from zoo.html import write_html
+from zoo.plots import FIGURES
+from zoo.report import markdown
+from zoo.schema import SCHEMA_VERSION, read_records, write_record
+
+MiB = 2**20
+
+
+def record(model="resnet18", strategy="fast", precision="fp32", rp=False, outside=0.6,
+           rss=90 * MiB, weights=45 * MiB, engines=3, largest=20 * MiB, budget=None):
+    key = f"{model}/{strategy}{'+rp' if rp else ''}/{precision}"
+    eng = {"count": engines, "plan_bytes": 10 * MiB, "weight_bytes": weights,
+           "largest_weight_bytes": largest}
+    if budget is not None:
+        eng["engine_memory_budget"] = budget
+    return {
+        "schema_version": SCHEMA_VERSION, "run_id": "r1", "status": "ok", "error": None,
+        "cell": {"key": key, "model": model, "strategy": strategy, "precision": precision,
+                 "resource_partitioning": rp, "dynamic": False},
+        "env": {"torch": "2.x", "tensorrt_backend": "tensorrt_rtx", "tensorrt": "1.7",
+                "cpu": "test cpu", "cpu_count": 2, "memory_bytes": 2**34},
+        "partition": {"engines": engines, "torch_segments": 2, "transitions": 4,
+                      "fallbacks": {}},
+        "ops": {"supported": 80, "total": 91, "unsupported": {"aten.lgamma.default": 3},
+                "reasons": {"aten.lgamma.default": ["no converter for aten.lgamma.default"]}},
+        "phases": {"capture": outside / 2, "lowering": outside / 2, "partition": 0.0,
+                   "conversion": 0.0, "build": 1.5},
+        "outside_builder_seconds": outside, "engines": eng,
+        "memory": {"peak_rss_bytes": rss, "weight_bytes": weights},
+        "latency": {"median_s": 0.02, "p90_s": 0.03, "executor": "reference", "device": "cpu"},
+        "eager_latency": {"median_s": 0.01},
+        "accuracy": {"max_abs_error": 1e-5, "cosine": 1.0, "within_tolerance": True},
+    }
+
+
+def failed(model="gpt2_2layer"):
+    return {"schema_version": SCHEMA_VERSION, "run_id": "r1", "status": "error",
+            "cell": {"key": f"{model}/fast/fp32", "model": model, "strategy": "fast",
+                     "precision": "fp32", "resource_partitioning": False},
+            "error": {"stage": "compile", "type": "KeyError", "message": "'fast'\nmore"}}
+
+
+def sweep():
+    return [record(), record(strategy="dependency_aware", engines=2),
+            record(precision="fp16", rss=50 * MiB),
+            record(rp=True, engines=5, largest=8 * MiB, budget=10 * MiB, rss=60 * MiB),
+            failed()]
+
+
+def test_anchor_ratios_are_ours_over_anchor_and_rss_over_weights():
+    rows = {r["model"]: r for r in anchor_rows(sweep())}
+    row = rows["resnet18"]
+    assert row["strategy"] == "fast"  # the default strategy represents the model
+    assert row["time_ratio"] == pytest.approx(0.6 / ANCHOR["resnet18"]["outside_builder_s"])
+    assert row["rss_per_weight"] == pytest.approx(2.0)
+    assert row["anchor_rss_per_weight"] == pytest.approx(186 / 45)
+    assert "gpt2_2layer" not in rows  # failed cells have no numbers
+
+
+def test_markdown_report_sections():
+    md = markdown(sweep())
+    assert md.startswith("# Model zoo report")
+    for section in ("## Cells", "## Ratios vs the anchor", "## Resource partitioning",
+                    "## Unsupported ops", "## Failures and fallbacks"):
+        assert section in md
+    assert "| resnet18 | fast | fp32 | ok | 3 | 2 | 4 | 80/91 |" in md
+    assert "0.40 ✓" in md  # 0.6 s / 1.5 s
+    assert "| aten.lgamma.default | 3 |" in md
+    assert "`gpt2_2layer/fast/fp32` error at compile: KeyError: 'fast'" in md
+    assert "| resnet18 | fast | fp32 | 10.0 | 3 | 5 | 20.0 | 8.0 ✓ | 90.0 | 60.0 |" in md
+    assert "reference on cpu" in md
+
+
+def test_html_report_embeds_every_plot(tmp_path):
+    path = write_html(sweep(), tmp_path / "zoo.html")
+    page = path.read_text()
+    assert page.count("data:image/png;base64,") == len(FIGURES)
+    assert "<table>" in page and "resnet18" in page
+    for name in FIGURES:
+        png = (tmp_path / f"zoo_{name}.png").read_bytes()
+        assert png.startswith(b"\x89PNG")
+
+
+def test_plots_without_data_are_skipped():
+    assert all(fn([failed()]) is None for fn in FIGURES.values())
+
+
+def test_records_round_trip_and_schema_is_checked(tmp_path):
+    path = tmp_path / "r.jsonl"
+    for r in sweep():
+        write_record(path, r)
+    assert read_records(path) == sweep()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"schema_version": 999}\n')
+    with pytest.raises(ValueError, match="schema_version 999"):
+        read_records(bad)
