@@ -32,13 +32,14 @@ def all_cases() -> list[Case]:
 
 def cell_id(case: Case, index: int, dtype: torch.dtype, dynamic: bool) -> str:
     sample = case.name or f"s{index}"
-    return f"{op_name(case.op)}-{sample}-{DTYPE_NAMES[dtype]}-{'dynamic' if dynamic else 'static'}"
+    variant = "dynamic" if dynamic else "static"
+    return f"{op_name(case.target)}-{sample}-{DTYPE_NAMES[dtype]}-{variant}"
 
 
 def cells(case_list: list[Case]) -> Iterator[tuple[str, Case, torch.dtype, bool]]:
     counters: dict[str, int] = {}
     for case in case_list:
-        key = op_name(case.op)
+        key = op_name(case.target)
         index = counters.get(key, 0)
         counters[key] = index + 1
         for dtype in case.dtypes:
