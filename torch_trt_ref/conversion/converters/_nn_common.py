@@ -69,8 +69,9 @@ def reshape_like(ctx, x, like):
     """Reshape ``x`` to the runtime shape of ``like``."""
     if is_static(like.shape) and all(d >= 0 for d in like.shape):
         return helpers.reshape(ctx, x, list(like.shape))
+    shape = helpers.shape_of(ctx, like)  # before the shuffle: layers in topological order
     layer = ctx.net.add_shuffle(x)
-    layer.set_input(1, helpers.shape_of(ctx, like))
+    layer.set_input(1, shape)
     return ctx.name_layer(layer, "reshape_like").get_output(0)
 
 

@@ -1,0 +1,46 @@
+"""Conformance cases: batch norm (inference and batch statistics), layer norm and group
+norm, with and without affine parameters, plus the statistics outputs."""
+
+import torch
+import torch.nn.functional as F
+
+from ..case import Case, T, W
+
+aten = torch.ops.aten
+bn_eval = aten._native_batch_norm_legit_no_training.default
+bn_stats = aten._native_batch_norm_legit.no_stats
+layer_norm, group_norm = aten.native_layer_norm.default, aten.native_group_norm.default
+
+
+def _first(fn):
+    """Only output 0 (the normalized tensor)."""
+    return lambda *a, **k: fn(*a, **k)[0]
+
+
+def _var(shape):
+    return W(shape, low=0.5, high=2.0)
+
+
+CASES = [
+    Case(_first(bn_eval), (T((2, 3, 4, 4)), W((3,)), W((3,)), W((3,)), _var((3,)), 0.1, 1e-5),
+         name="4d", check_op=bn_eval),
+    Case(_first(bn_eval), (T((4, 5)), None, None, W((5,)), _var((5,)), 0.1, 1e-3),
+         name="2d_no_affine", check_op=bn_eval),
+    Case(_first(bn_eval), (T((2, 3, 6)), T((3,), dynamic=()), W((3,)), W((3,)), _var((3,)),
+                           0.1, 1e-5), name="weight_input", check_op=bn_eval),
+    Case(_first(bn_stats), (T((2, 3, 4, 4)), W((3,)), W((3,)), True, 0.1, 1e-5),
+         name="4d", check_op=bn_stats),
+    Case(_first(bn_stats), (T((1, 4, 5)), None, None, True, 0.1, 1e-5), name="no_affine",
+         check_op=bn_stats),
+    Case(_first(layer_norm), (T((2, 3, 8)), [8], W((8,)), W((8,)), 1e-5), name="last_dim",
+         check_op=layer_norm),
+    Case(_first(layer_norm), (T((2, 3, 4, 5)), [4, 5], None, None, 1e-6), name="two_dims",
+         check_op=layer_norm),
+    Case(layer_norm, (T((3, 6)), [6], W((6,)), None, 1e-5), name="with_stats"),
+    # F.group_norm passes N and HxW from the input's (symbolic) shape.
+    Case(F.group_norm, (T((2, 6, 4, 4)), 3, W((6,)), W((6,)), 1e-5), name="4d",
+         check_op=group_norm),
+    Case(F.group_norm, (T((2, 4, 5)), 2), name="3d_no_affine", check_op=group_norm),
+    Case(group_norm, (T((2, 4, 3, 3)), W((4,)), W((4,)), 2, 4, 9, 4, 1e-5), name="with_stats",
+         dynamic=False),
+]
