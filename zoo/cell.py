@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import sys
 import time
 import traceback
@@ -126,6 +127,21 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
     return record
 
 
+def run_to_file(cell_json: dict, out: str, measure: dict, log: str | None = None) -> None:
+    """Measure one cell and write its record as JSON to ``out`` (the forked runner's entry;
+    stdout/stderr go to ``log`` so warnings do not garble the progress bar)."""
+    if log is not None:
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+    start = time.perf_counter()
+    record = run_cell(Cell.from_json(cell_json), **measure)
+    record["cell_seconds"] = time.perf_counter() - start
+    with open(out + ".tmp", "w") as f:
+        json.dump(record, f, default=str)
+    os.replace(out + ".tmp", out)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--cell", required=True, help="the cell as JSON (Cell.to_json)")
@@ -134,12 +150,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--max-seconds", type=float, default=20.0)
     args = parser.parse_args(argv)
-    start = time.perf_counter()
-    record = run_cell(Cell.from_json(json.loads(args.cell)), args.warmup, args.runs,
-                      args.max_seconds)
-    record["cell_seconds"] = time.perf_counter() - start
-    with open(args.out, "w") as f:
-        json.dump(record, f, default=str)
+    measure = {"warmup": args.warmup, "runs": args.runs, "max_seconds": args.max_seconds}
+    run_to_file(json.loads(args.cell), args.out, measure)
     return 0
 
 

@@ -14,6 +14,8 @@ from .matrix import DEFAULT_BUDGET_FRACTION, full_matrix, matrix, quick_matrix
 from .registry import ZOO, select
 
 RP_CHOICES = {"off": (False,), "on": (True,), "both": (False, True)}
+QUICK_MEASURE = {"warmup": 1, "runs": 5, "max_seconds": 5.0}
+FULL_MEASURE = {"warmup": 2, "runs": 10, "max_seconds": 20.0}
 
 
 def _cells(args: argparse.Namespace):
@@ -46,8 +48,10 @@ def run_command(args: argparse.Namespace) -> int:
     elif out.exists():
         out.unlink()
     print(f"zoo: {len(cells)} cells -> {out}", file=sys.stderr)
-    measure = {"warmup": args.warmup, "runs": args.runs, "max_seconds": args.max_seconds}
-    sweep(cells, out, timeout=args.timeout, isolate=not args.in_process, measure=measure,
+    defaults = QUICK_MEASURE if args.quick else FULL_MEASURE
+    measure = {k: defaults[k] if getattr(args, k) is None else getattr(args, k)
+               for k in defaults}
+    sweep(cells, out, timeout=args.timeout, isolation=args.isolation, measure=measure,
           progress=not args.no_progress, on_record=_print_failure)
     records = read_records(out)
     if not args.no_report:
@@ -133,12 +137,13 @@ def add_subcommands(subparsers) -> None:
     run.add_argument("--out", help="JSON-lines output (default out/zoo_{quick,full}.jsonl)")
     run.add_argument("--resume", action="store_true", help="skip cells already in --out")
     run.add_argument("--timeout", type=float, default=900.0, help="seconds per cell")
-    run.add_argument("--warmup", type=int, default=2)
-    run.add_argument("--runs", type=int, default=10, help="timed runs per cell (at most)")
-    run.add_argument("--max-seconds", type=float, default=20.0,
-                     help="stop timing after this long (at least 3 runs)")
-    run.add_argument("--in-process", action="store_true",
-                     help="no subprocess per cell (debugging; peak RSS not isolated)")
+    run.add_argument("--warmup", type=int, help="untimed runs (default 1 quick, 2 otherwise)")
+    run.add_argument("--runs", type=int, help="timed runs per cell, at most (5 quick, 10)")
+    run.add_argument("--max-seconds", type=float,
+                     help="stop timing after this long, at least 3 runs (5 quick, 20)")
+    run.add_argument("--isolation", choices=("fork", "subprocess", "none"), default="fork",
+                     help="fork: from a preloaded forkserver (default); subprocess: a new "
+                     "interpreter per cell; none: in this process (debugging, RSS not isolated)")
     run.add_argument("--no-progress", action="store_true")
     run.add_argument("--no-report", action="store_true", help="skip the .md/.html reports")
     run.add_argument("--fail-on-error", action="store_true",

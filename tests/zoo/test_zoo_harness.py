@@ -3,7 +3,7 @@ stop the sweep, and the subprocess timeout."""
 
 import pytest
 
-from zoo.harness import run_in_subprocess, sweep
+from zoo.harness import run_forked, run_in_process, run_in_subprocess, sweep
 from zoo.matrix import Cell, matrix, quick_matrix
 from zoo.schema import read_records
 
@@ -24,7 +24,7 @@ def test_matrix_rejects_unknown_strategy():
 def test_failing_cell_is_recorded_and_the_sweep_goes_on(tmp_path):
     out = tmp_path / "zoo.jsonl"
     cells = [Cell("no_such_model", "fast", "fp32"), Cell("lgamma_graph", "fast", "fp32")]
-    records = sweep(cells, out, isolate=False, progress=False,
+    records = sweep(cells, out, isolation="none", progress=False,
                     measure={"warmup": 0, "runs": 3, "max_seconds": 1.0})
     assert [r["cell"]["key"] for r in read_records(out)] == [c.key for c in cells]
     bad, good = records
@@ -40,7 +40,18 @@ def test_failing_cell_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert good["latency"]["runs"] >= 3
 
 
-def test_subprocess_timeout_becomes_a_record():
-    record = run_in_subprocess(Cell("lgamma_graph", "fast", "fp32"), timeout=0.01)
+@pytest.mark.parametrize("runner", [run_in_subprocess, run_forked])
+def test_timeout_becomes_a_record(runner):
+    record = runner(Cell("lgamma_graph", "fast", "fp32"), timeout=0.01)
     assert record["status"] == "timeout"
     assert record["error"]["type"] == "TimeoutExpired"
+
+
+def test_forked_cell_matches_the_in_process_record():
+    cell = Cell("lgamma_graph", "dependency_aware", "fp32")
+    measure = {"warmup": 0, "runs": 3, "max_seconds": 1.0}
+    forked = run_forked(cell, timeout=600, measure=measure)
+    assert forked["status"] == "ok", forked["error"]
+    assert forked["memory"]["peak_rss_bytes"] >= 0
+    local = run_in_process(cell, measure=measure)
+    assert forked["partition"] == local["partition"] and forked["ops"] == local["ops"]
