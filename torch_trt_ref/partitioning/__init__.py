@@ -1,6 +1,13 @@
 """Partitioning: capability check, strategies, the shared result type and stitching."""
 
-from .capability import check_node, get_graph_converter_support, support_report  # noqa: F401
+from .atomic import register_atomic_subgraph  # noqa: F401
+from .capability import (  # noqa: F401
+    SupportReport,
+    check_node,
+    get_graph_converter_support,
+    support_report,
+)
 from .driver import STRATEGIES, UnsupportedOperatorError, partition  # noqa: F401
+from .hierarchical import wrap_backend_segment  # noqa: F401
 from .result import TENSORRT, TORCH, PartitionResult, Segment  # noqa: F401
 from .stitch import stitch  # noqa: F401

@@ -6,7 +6,7 @@ from __future__ import annotations
 import operator
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterable
 
 import torch
 from torch.fx import GraphModule, Node
@@ -16,13 +16,21 @@ from ..conversion.interpreter import select_converter
 from ..conversion.registry import CONVERTERS, ConverterRegistry
 from ..settings import CompilationSettings, matches_op, op_name
 
+aten = torch.ops.aten
+
 # Nodes that carry no computation of their own: they never count toward min_block_size.
-BOOKKEEPING = {operator.getitem, torch.ops.aten.sym_size.int}
+BOOKKEEPING = {operator.getitem, aten.sym_size.int, aten.sym_numel.default,
+               aten.sym_stride.int, aten.sym_storage_offset.default}
+_SCALARS = (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)
 
 
 def is_compute_node(node: Node) -> bool:
-    """call_function nodes that do work (not getitem or shape bookkeeping)."""
-    return node.op == "call_function" and node.target not in BOOKKEEPING
+    """Does ``node`` count toward min_block_size? call_function nodes that compute tensors
+    do; getitem, the sym_size family and Python scalar arithmetic on shapes (nodes whose
+    value is a SymInt/int/float/bool) do not. Placeholders, weights and outputs do not."""
+    if node.op != "call_function" or node.target in BOOKKEEPING:
+        return False
+    return not isinstance(node.meta.get("val"), _SCALARS)
 
 
 def _unsupported_dtype(node: Node) -> str | None:
@@ -36,7 +44,12 @@ def _unsupported_dtype(node: Node) -> str | None:
 
 def check_node(node: Node, settings: CompilationSettings,
                registry: ConverterRegistry = CONVERTERS) -> str | None:
-    """None when ``node`` can run in TensorRT, else the reason it cannot."""
+    """None when ``node`` can run in TensorRT, else the reason it cannot (seed 002): it is
+    not in torch_executed_ops, a converter is registered for its target, it is not impure,
+    TensorRT has its dtypes, and some converter for it accepts it (its validator passes and,
+    when the node has symbolic dims, it supports dynamic shapes or
+    ``assume_dynamic_shape_support`` is set). Only call_function nodes are converted;
+    get_attr weights go with the nodes that use them."""
     if node.op != "call_function":
         return f"{node.op} nodes are not converted"
     if matches_op(node.target, settings.torch_executed_ops):
@@ -88,6 +101,7 @@ class SupportReport:
 
 def support_report(gm: GraphModule, settings: CompilationSettings,
                    registry: ConverterRegistry = CONVERTERS) -> SupportReport:
+    """Check every call_function node of ``gm``; counts and reasons per operator."""
     report = SupportReport()
     for node in gm.graph.nodes:
         if node.op != "call_function":
@@ -103,11 +117,14 @@ def support_report(gm: GraphModule, settings: CompilationSettings,
     return report
 
 
-def get_graph_converter_support(gm: GraphModule, torch_executed_ops=(), verbose: bool = True,
-                                settings: CompilationSettings | None = None) -> tuple[int, int]:
-    """(supported, total) call_function nodes; prints the per-operator breakdown."""
+def get_graph_converter_support(gm: GraphModule, torch_executed_ops: Iterable[Any] = (),
+                                verbose: bool = True,
+                                settings: CompilationSettings | None = None,
+                                registry: ConverterRegistry = CONVERTERS) -> tuple[int, int]:
+    """(supported, total) call_function nodes; prints the per-operator breakdown (the same
+    data as a structure: ``support_report(gm, settings).to_json()``)."""
     settings = (settings or CompilationSettings()).replace(torch_executed_ops=torch_executed_ops)
-    report = support_report(gm, settings)
+    report = support_report(gm, settings, registry)
     if verbose:
         print(report)
     return report.n_supported, report.n_total

@@ -1,28 +1,28 @@
-"""Runs a partition strategy and applies the rules every strategy shares: the capability
-check, require_full_compilation, min_block_size, tensor-only TensorRT boundaries."""
+"""``partition``: the capability check, require_full_compilation, fusion groups, the chosen
+strategy, then the rules every strategy shares: min_block_size, merging, resource
+partitioning and tensor-only TensorRT boundaries."""
 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Callable
 
-import torch
 from torch.fx import GraphModule, Node
 
 from ..conversion.registry import CONVERTERS, ConverterRegistry
 from ..settings import CompilationSettings, op_name
+from .atomic import find_atomic_groups
 from .capability import check_node
-from .result import TENSORRT, TORCH, PartitionResult, Segment
-
-Strategy = Callable[[GraphModule, set, CompilationSettings], list[Segment]]
-STRATEGIES: dict[str, Strategy] = {}
-
-
-def register_strategy(name: str):
-    def wrap(fn):
-        STRATEGIES[name] = fn
-        return fn
-    return wrap
+from .hierarchical import accepts, backend_priority
+from .resource import resource_partition
+from .result import TENSORRT, TORCH, PartitionResult
+from .rules import (  # noqa: F401  (fill_boundaries, merge_adjacent: re-exported)
+    apply_min_block_size,
+    boundary_violations,
+    fill_boundaries,
+    merge_adjacent,
+)
+from .strategies import STRATEGIES, register_strategy  # noqa: F401  (re-exported)
+from .units import UnitGraph, build_units
 
 
 class UnsupportedOperatorError(RuntimeError):
@@ -44,85 +44,72 @@ def _full_compilation_error(rejected: dict[Node, str]) -> UnsupportedOperatorErr
           "to run them in PyTorch.")
 
 
-def is_tensor_value(node: Node) -> bool:
-    return isinstance(node.meta.get("val"), torch.Tensor)
-
-
-def fill_boundaries(gm: GraphModule, segments: list[Segment]) -> None:
-    """Compute each segment's inputs (values it reads from outside, weights excluded) and
-    outputs (values used outside it), both in first-use order."""
-    owner = {n: i for i, s in enumerate(segments) for n in s.nodes}
-    for i, seg in enumerate(segments):
-        inputs: dict[Node, None] = {}
-        outputs: dict[Node, None] = {}
-        for node in seg.nodes:
-            for arg in node.all_input_nodes:
-                if owner.get(arg) != i and arg.op != "get_attr":
-                    inputs[arg] = None
-            if any(owner.get(u) != i for u in node.users):
-                outputs[node] = None
-        seg.inputs, seg.outputs = list(inputs), list(outputs)
-
-
-def merge_adjacent(segments: list[Segment]) -> list[Segment]:
-    """Merge consecutive segments with the same target unless marked do_not_merge."""
-    merged: list[Segment] = []
-    for seg in segments:
-        if merged and merged[-1].target == seg.target and not (
-                seg.do_not_merge or merged[-1].do_not_merge):
-            merged[-1].nodes.extend(seg.nodes)
-        else:
-            merged.append(Segment(seg.target, list(seg.nodes), seg.do_not_merge))
-    return merged
-
-
-def _boundary_violations(segments: list[Segment]) -> dict[Node, str]:
-    """TensorRT segments may only exchange tensors with the rest of the graph."""
-    bad: dict[Node, str] = {}
-    for seg in segments:
-        if seg.target != TENSORRT:
-            continue
-        for node in seg.outputs:
-            if not is_tensor_value(node):
-                bad[node] = "non-tensor output would leave a TensorRT segment"
-        members = set(seg.nodes)
-        for node in seg.nodes:
-            if any(not is_tensor_value(a) and a not in members and a.op != "get_attr"
-                   for a in node.all_input_nodes):
-                bad[node] = "takes a non-tensor value from outside its TensorRT segment"
-    return bad
+def unit_graph(gm: GraphModule, settings: CompilationSettings, rejected: dict[Node, str],
+               multi_backend: bool = False, atomic: list[list[Node]] | None = None,
+               ) -> UnitGraph:
+    """The unit graph a strategy sees. Each node's target is tensorrt when it passed the
+    capability check (not in ``rejected``), else torch; with ``multi_backend`` the first
+    backend of ``backend_priority`` accepting it. Atomic groups count only when every
+    member can run in TensorRT (there is no fusion to keep otherwise)."""
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    if atomic is None:
+        atomic = [nodes for _, nodes in find_atomic_groups(gm)]
+    atomic = [g for g in atomic if not any(n in rejected for n in g)]
+    if multi_backend:
+        priority = backend_priority(settings)
+        ok = lambda n, b: accepts(n, b, n not in rejected, settings)
+    else:
+        priority = (TENSORRT, TORCH)
+        ok = lambda n, b: b == TORCH or n not in rejected
+    node_target = {n: next(b for b in priority if ok(n, b)) for n in calls}
+    return build_units(gm, node_target, ok, priority, atomic)
 
 
 def partition(gm: GraphModule, settings: CompilationSettings,
-              registry: ConverterRegistry = CONVERTERS) -> PartitionResult:
-    """Assign every call_function node of ``gm`` to a segment with ``settings.partitioner``."""
-    from . import strategies  # noqa: F401  (registers the strategies)
+              registry: ConverterRegistry = CONVERTERS,
+              strategy: str | None = None) -> PartitionResult:
+    """Assign every call_function node of ``gm`` to a segment.
 
-    strategy = STRATEGIES[settings.partitioner]
+    ``strategy`` overrides ``settings.partitioner`` (any name in ``STRATEGIES``, including
+    the "linear" baseline). Steps: capability check of every node (reasons kept);
+    require_full_compilation raises listing unsupported ops with counts; units (fusion
+    groups); the strategy; accelerator segments below min_block_size go to PyTorch (not
+    under require_full_compilation, where the graph is fully supported); adjacent
+    segments of one target merge; resource partitioning when enabled; a TensorRT segment
+    that would pass a non-tensor across its boundary rejects the offending node and the
+    plan is redone."""
+    spec = STRATEGIES[strategy or settings.partitioner]
+    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     rejected: dict[Node, str] = {}
-    for node in gm.graph.nodes:
-        if node.op == "call_function":
-            reason = check_node(node, settings, registry)
-            if reason is not None:
-                rejected[node] = reason
+    for node in calls:
+        reason = check_node(node, settings, registry)
+        if reason is not None:
+            rejected[node] = reason
     if settings.require_full_compilation and rejected:
         raise _full_compilation_error(rejected)
-    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    atomic = [nodes for _, nodes in find_atomic_groups(gm)]
     while True:
-        supported = {n for n in calls if n not in rejected}
-        segments = strategy(gm, supported, settings)
-        fully_supported = not rejected and settings.require_full_compilation
-        if not fully_supported:
-            for seg in segments:
-                if seg.target == TENSORRT and seg.compute_size() < settings.min_block_size:
-                    seg.target = TORCH
+        units = unit_graph(gm, settings, rejected, spec.multi_backend, atomic)
+        reasons = dict(units.reasons)
+        segments = spec.run(units, settings)
+        if not settings.require_full_compilation:
+            segments = apply_min_block_size(segments, settings.min_block_size, reasons)
         segments = merge_adjacent(segments)
+        notes: list[str] = []
+        if settings.enable_resource_partitioning:
+            segments = resource_partition(gm, segments, units, settings.engine_memory_budget,
+                                          notes)
         fill_boundaries(gm, segments)
-        bad = _boundary_violations(segments)
+        bad = boundary_violations(segments)
         if not bad:
             break
         if settings.require_full_compilation:
             raise _full_compilation_error(bad)
         rejected.update(bad)
-    return PartitionResult(settings.partitioner, segments,
-                           {n.name: r for n, r in rejected.items()})
+    why = {n.name: r for n, r in rejected.items()}
+    for seg in segments:
+        if seg.target != TENSORRT:
+            for node in seg.nodes:
+                if node.name not in why:
+                    why[node.name] = reasons.get(node, f"assigned to {seg.target}")
+    return PartitionResult(spec.name, segments, why, notes)

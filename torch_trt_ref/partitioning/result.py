@@ -14,11 +14,16 @@ TORCH = "torch"
 
 @dataclass
 class Segment:
+    """Nodes (in a topological order) that run on one target: "tensorrt", "torch", or
+    another backend of the hierarchical strategy. ``inputs``/``outputs`` are the values
+    crossing its boundary; ``weight_bytes`` sums the weights (get_attr tensors) it uses."""
+
     target: str
     nodes: list[Node]
     do_not_merge: bool = False
     inputs: list[Node] = field(default_factory=list)
     outputs: list[Node] = field(default_factory=list)
+    weight_bytes: int = 0
 
     def compute_size(self) -> int:
         from .capability import is_compute_node
@@ -28,7 +33,8 @@ class Segment:
     def to_json(self) -> dict[str, Any]:
         return {"target": self.target, "nodes": [n.name for n in self.nodes],
                 "inputs": [n.name for n in self.inputs],
-                "outputs": [n.name for n in self.outputs], "do_not_merge": self.do_not_merge}
+                "outputs": [n.name for n in self.outputs], "do_not_merge": self.do_not_merge,
+                "compute_nodes": self.compute_size(), "weight_bytes": self.weight_bytes}
 
 
 @dataclass
@@ -36,6 +42,7 @@ class PartitionResult:
     strategy: str
     segments: list[Segment]
     rejected: dict[str, str] = field(default_factory=dict)  # node name -> reason
+    notes: list[str] = field(default_factory=list)  # e.g. atomic groups over the budget
 
     def count(self, target: str) -> int:
         return sum(1 for s in self.segments if s.target == target)
@@ -53,7 +60,8 @@ class PartitionResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "counts": self.counts(),
-                "segments": [s.to_json() for s in self.segments], "rejected": self.rejected}
+                "segments": [s.to_json() for s in self.segments], "rejected": self.rejected,
+                "notes": self.notes}
 
     def __str__(self) -> str:
         lines = [f"partition ({self.strategy}): " + ", ".join(
@@ -62,4 +70,5 @@ class PartitionResult:
             ops = [n.name for n in s.nodes]
             shown = ", ".join(ops[:6]) + (f", ... ({len(ops)} nodes)" if len(ops) > 6 else "")
             lines.append(f"  segment {i} [{s.target}] {shown}")
+        lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)

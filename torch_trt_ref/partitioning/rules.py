@@ -1,0 +1,88 @@
+"""Rules every strategy's plan goes through: min_block_size, merging adjacent segments of one
+target, segment boundaries and weight footprints, tensor-only TensorRT boundaries."""
+
+from __future__ import annotations
+
+from torch.fx import GraphModule, Node
+
+from .result import TENSORRT, TORCH, Segment
+from .units import is_tensor_value
+
+
+def apply_min_block_size(segments: list[Segment], min_block_size: int,
+                         reasons: dict[Node, str] | None = None) -> list[Segment]:
+    """Accelerator segments (any target but torch) with fewer than ``min_block_size``
+    compute nodes (see ``capability.is_compute_node``) run in PyTorch instead."""
+    for seg in segments:
+        size = seg.compute_size()
+        if seg.target != TORCH and size < min_block_size:
+            if reasons is not None:
+                for node in seg.nodes:
+                    reasons.setdefault(node, f"its {seg.target} segment has {size} compute "
+                                             f"node(s) < min_block_size={min_block_size}")
+            seg.target = TORCH
+    return segments
+
+
+def merge_adjacent(segments: list[Segment]) -> list[Segment]:
+    """Merge consecutive segments with the same target unless one is marked do_not_merge.
+    Consecutive segments in a valid order stay valid when merged."""
+    merged: list[Segment] = []
+    for seg in segments:
+        if merged and merged[-1].target == seg.target and not (
+                seg.do_not_merge or merged[-1].do_not_merge):
+            merged[-1].nodes.extend(seg.nodes)
+        else:
+            merged.append(Segment(seg.target, list(seg.nodes), seg.do_not_merge))
+    return merged
+
+
+def attr_nbytes(gm: GraphModule, node: Node) -> int:
+    """Bytes of the tensor a get_attr node fetches (0 for submodules and non-tensors)."""
+    val = node.meta.get("val")
+    if val is None:
+        val = gm
+        for part in str(node.target).split("."):
+            val = getattr(val, part, None)
+    return val.nbytes if hasattr(val, "nbytes") and hasattr(val, "dtype") else 0
+
+
+def weights_of(nodes: list[Node]) -> dict[str, Node]:
+    """The get_attr nodes that ``nodes`` read, by attribute name."""
+    return {a.target: a for n in nodes for a in n.all_input_nodes if a.op == "get_attr"}
+
+
+def fill_boundaries(gm: GraphModule, segments: list[Segment]) -> None:
+    """Compute each segment's inputs (values it reads from outside, weights excluded),
+    outputs (values used outside it), both in first-use order, and its weight bytes."""
+    owner = {n: i for i, s in enumerate(segments) for n in s.nodes}
+    for i, seg in enumerate(segments):
+        inputs: dict[Node, None] = {}
+        outputs: dict[Node, None] = {}
+        for node in seg.nodes:
+            for arg in node.all_input_nodes:
+                if owner.get(arg) != i and arg.op != "get_attr":
+                    inputs[arg] = None
+            if any(owner.get(u) != i for u in node.users):
+                outputs[node] = None
+        seg.inputs, seg.outputs = list(inputs), list(outputs)
+        seg.weight_bytes = sum(attr_nbytes(gm, a) for a in weights_of(seg.nodes).values())
+
+
+def boundary_violations(segments: list[Segment]) -> dict[Node, str]:
+    """TensorRT segments may only exchange tensors with the rest of the graph. (Fusion
+    groups keep non-tensor edges inside one unit; what is left are non-tensor graph inputs
+    and non-tensor graph outputs.)"""
+    bad: dict[Node, str] = {}
+    for seg in segments:
+        if seg.target != TENSORRT:
+            continue
+        for node in seg.outputs:
+            if not is_tensor_value(node):
+                bad[node] = "its non-tensor value would leave a TensorRT segment"
+        members = set(seg.nodes)
+        for node in seg.nodes:
+            if any(not is_tensor_value(a) and a not in members and a.op != "get_attr"
+                   for a in node.all_input_nodes):
+                bad[node] = "takes a non-tensor value from outside its TensorRT segment"
+    return bad
