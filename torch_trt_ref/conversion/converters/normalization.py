@@ -156,10 +156,10 @@ def group_norm(ctx, input, weight, bias, N, C, HxW, group, eps):
     ones = helpers.itensor(ctx, torch.ones((1, 1, 1), dtype=dtype))
     zeros = helpers.itensor(ctx, torch.zeros((1, 1, 1), dtype=dtype))
     out = reshape_like(ctx, _normalize(ctx, grouped, ones, zeros, 1 << 2, eps), input)
-    if weight is not None:
-        out = helpers.elementwise(ctx, EW.PROD, out, channel_itensor(ctx, weight, rank, dtype), dtype)
-    if bias is not None:
-        out = helpers.elementwise(ctx, EW.SUM, out, channel_itensor(ctx, bias, rank, dtype), dtype)
+    for op, value in ((EW.PROD, weight), (EW.SUM, bias)):
+        if value is not None:
+            out = helpers.elementwise(ctx, op, out, channel_itensor(ctx, value, rank, dtype),
+                                      dtype)
     if not extra_outputs_used(ctx.node):
         return out, None, None
     return (out, *_statistics(ctx, grouped, 1 << 2, eps, False, _stat_dtypes(ctx)))

@@ -11,8 +11,7 @@ from ..._trt import trt
 from .. import helpers
 from .._trt_ops import EW, RED
 from ..registry import converter
-from ._nn_common import (add_leading_one, drop_dim, extra_outputs_used, float_only, meta,
-                         node_args)
+from ._nn_common import add_leading_one, drop_dim, extra_outputs_used, float_only, meta, node_args
 
 aten = torch.ops.aten
 POOL = trt.PoolingType
