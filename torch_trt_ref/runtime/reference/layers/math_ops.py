@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from ..registry import reference_layer
-from .common import axes_from_mask
+from .common import DTYPES_BY_NAME, axes_from_mask
 
 
 def _int_div(a, b):
@@ -132,14 +132,16 @@ def matrix_multiply(inputs, op0, op1):
     return (_matrix_operand(a, op0) @ _matrix_operand(b, op1),)
 
 
-@reference_layer("TOPK", "ITopKLayer", attrs=("op", "k", "axes"))
-def topk(inputs, op, k, axes):
+@reference_layer("TOPK", "ITopKLayer", attrs=("op", "k", "axes", "indices_type"))
+def topk(inputs, op, k, axes, indices_type="INT32"):
+    """The k largest (MAX) or smallest (MIN) along one axis, sorted; input 1 overrides k.
+    The order of equal values is unspecified in TensorRT."""
     x = inputs[0]
     if len(inputs) > 1 and inputs[1] is not None:
         k = int(inputs[1].reshape(()))
     (dim,) = axes_from_mask(axes, x.dim())
     values, indices = torch.topk(x, k, dim=dim, largest=op == "MAX", sorted=True)
-    return values, indices.to(torch.int32)
+    return values, indices.to(DTYPES_BY_NAME[indices_type or "INT32"])
 
 
 @reference_layer("CUMULATIVE", "ICumulativeLayer", attrs=("op", "exclusive", "reverse"))

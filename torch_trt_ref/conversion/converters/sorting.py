@@ -1,0 +1,107 @@
+"""Order-statistics converters on ITopKLayer: topk, sort, kthvalue and median. TopK
+reduces one of the last four dims, k <= 3840, and returns int64 indices here."""
+
+from __future__ import annotations
+
+import torch
+
+from ..._trt import trt
+from .. import dims as D
+from .. import helpers
+from ..registry import converter
+
+aten = torch.ops.aten
+MAX_K = 3840
+TOPK_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64)
+
+
+def _arg(node, index: int, name: str, default=None):
+    if len(node.args) > index:
+        return node.args[index]
+    return node.kwargs.get(name, default)
+
+
+def _check(node, dim, k=None, static: bool = False):
+    """Why TopK cannot serve this node (None if it can). ``dim=None`` means the input is
+    flattened first; ``k=None`` means the whole dim; ``static`` requires a static size."""
+    x = node.args[0].meta["val"]
+    if x.dtype not in TOPK_DTYPES:
+        return f"TopK does not take {x.dtype}"
+    if dim is None:
+        size = x.numel()
+    elif x.dim() == 0:
+        return "TopK needs a tensor of rank >= 1"
+    elif dim % x.dim() < x.dim() - 4:
+        return "TopK reduces one of the last four dims only"
+    else:
+        size = x.shape[dim]
+    if static and not isinstance(size, int):
+        return "the reduced dim must have a static size"
+    k = size if k is None else k
+    if isinstance(k, int) and k > MAX_K:
+        return f"TopK supports k <= {MAX_K}"
+    return None
+
+
+def topk_layer(ctx, x, k: D.Dim, dim: int, largest: bool):
+    """(values, int64 indices) of the k largest/smallest along ``dim``, sorted. TopK
+    needs rank >= 2: a 1-D input is viewed as [1, n]."""
+    if len(x.shape) == 1:
+        values, indices = topk_layer(ctx, D.reshape(ctx, x, [1, -1]), k, 1, largest)
+        return tuple(D.reshape(ctx, t, [-1]) for t in (values, indices))
+    op = trt.TopKOperation.MAX if largest else trt.TopKOperation.MIN
+    if helpers.is_tensor(k):  # a run-time k: made before the layer, layers run in order
+        k_tensor, k = D.reshape(ctx, helpers.cast(ctx, k, torch.int32), []), 1
+    layer = ctx.net.add_topk(x, op, k, 1 << dim, trt.int64)
+    if k == 1 and "k_tensor" in locals():
+        layer.set_input(1, k_tensor)
+    ctx.name_layer(layer, "topk")
+    return layer.get_output(0), layer.get_output(1)
+
+
+@converter(aten.topk.default, dynamic=True,
+           validator=lambda n, s: _check(n, _arg(n, 2, "dim", -1), _arg(n, 1, "k")))
+def topk(ctx, input, k, dim=-1, largest=True, sorted=True):
+    # sorted=False lets torch return any order; the sorted order is one of them.
+    return topk_layer(ctx, input, k, helpers.normalize_dim(dim, len(input.shape)), largest)
+
+
+@converter(aten.sort.default, dynamic=True,
+           validator=lambda n, s: _check(n, _arg(n, 1, "dim", -1)))
+def sort(ctx, input, dim=-1, descending=False):
+    dim = helpers.normalize_dim(dim, len(input.shape))
+    return topk_layer(ctx, input, D.dims_of(ctx, input)[dim], dim, descending)
+
+
+def _kth_smallest(ctx, x, k: int, dim: int, keepdim: bool):
+    """The k-th smallest (1-based) along ``dim`` and its index."""
+    values, indices = topk_layer(ctx, x, k, dim, largest=False)
+    sizes = D.dims_of(ctx, values)
+    rank = len(sizes)
+    start = [0] * rank
+    start[dim], sizes[dim] = k - 1, 1
+    out = [D.slice_nd(ctx, t, start, sizes, [1] * rank) for t in (values, indices)]
+    if not keepdim:
+        squeezed = sizes[:dim] + sizes[dim + 1:]
+        out = [D.reshape(ctx, t, squeezed) for t in out]
+    return tuple(out)
+
+
+@converter(aten.kthvalue.default, dynamic=True,
+           validator=lambda n, s: _check(n, _arg(n, 2, "dim", -1), _arg(n, 1, "k")))
+def kthvalue(ctx, input, k, dim=-1, keepdim=False):
+    return _kth_smallest(ctx, input, k, helpers.normalize_dim(dim, len(input.shape)), keepdim)
+
+
+@converter(aten.median.dim, dynamic=True,
+           validator=lambda n, s: _check(n, _arg(n, 1, "dim"), None, True))
+def median_dim(ctx, input, dim, keepdim=False):
+    # torch's median is the lower median: the ((n - 1) // 2 + 1)-th smallest.
+    dim = helpers.normalize_dim(dim, len(input.shape))
+    return _kth_smallest(ctx, input, (input.shape[dim] - 1) // 2 + 1, dim, keepdim)
+
+
+@converter(aten.median.default, validator=lambda n, s: _check(n, None, None, True))
+def median(ctx, input):
+    flat = D.reshape(ctx, input, [-1])
+    return _kth_smallest(ctx, flat, (flat.shape[0] - 1) // 2 + 1, 0, False)[0]
