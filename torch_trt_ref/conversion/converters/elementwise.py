@@ -1,18 +1,336 @@
-"""Binary elementwise converters (seed table; extended by the converter library)."""
+"""Binary elementwise converters (arithmetic with torch type promotion and broadcasting,
+comparisons, logical and bitwise ops, where, clamp), plus the small building blocks the
+unary and activation families reuse (select, to_bool, trunc, opmath)."""
 
 from __future__ import annotations
 
+import math
+from typing import Any, Callable
+
 import torch
+from torch.fx import Node
 
 from .. import helpers
-from .._trt_ops import EW
+from .._trt_ops import EW, UN
 from ..registry import converter
 
 aten = torch.ops.aten
+HALF = (torch.float16, torch.bfloat16)
+
+# Note [Bool arithmetic]: torch allows add/mul/maximum/minimum on bool (logical or/and);
+# TensorRT's arithmetic ops reject bool, its logical ops take only bool.
+_BOOL_EQUIVALENT = {EW.SUM: EW.OR, EW.PROD: EW.AND, EW.MAX: EW.OR, EW.MIN: EW.AND}
 
 
-@converter(aten.add.Tensor, dynamic=True)
-def add(ctx, input, other, alpha=1):
-    if alpha != 1:
-        other = helpers.elementwise(ctx, EW.PROD, other, alpha, ctx.out_dtype)
-    return helpers.elementwise(ctx, EW.SUM, input, other, ctx.out_dtype)
+# ---------------------------------------------------------------------------------------
+# Building blocks.
+
+def opmath(dtype: torch.dtype) -> torch.dtype:
+    """The dtype a composite op computes in: float32 for half types, as torch's opmath
+    does, so a chain of layers does not round after every step."""
+    return torch.float32 if dtype in HALF else dtype
+
+
+def tensor(ctx, x: Any, dtype: torch.dtype):
+    """``x`` (ITensor, constant tensor or Python number) as an ITensor of ``dtype``."""
+    if isinstance(x, (bool, int, float)):
+        x = torch.tensor(x, dtype=dtype)
+    return helpers.itensor(ctx, x, dtype)
+
+
+def binary(ctx, op, a: Any, b: Any, dtype: torch.dtype):
+    """``a <op> b`` computed in ``dtype`` with numpy broadcasting."""
+    if dtype == torch.bool:
+        op = _BOOL_EQUIVALENT.get(op, op)
+    return helpers.elementwise(ctx, op, tensor(ctx, a, dtype), tensor(ctx, b, dtype), dtype)
+
+
+def unary(ctx, op, x):
+    return helpers.unary(ctx, op, x)
+
+
+def select(ctx, condition, a, b):
+    """``where(condition, a, b)`` for ITensors; a and b share a dtype, ranks broadcast."""
+    rank = max(len(t.shape) for t in (condition, a, b))
+    condition, a, b = (helpers.expand_rank(ctx, t, rank) for t in (condition, a, b))
+    return ctx.name_layer(ctx.net.add_select(condition, a, b), "select").get_output(0)
+
+
+def to_bool(ctx, x: Any):
+    """torch's truthiness: nonzero (NaN included) is True."""
+    if isinstance(x, (bool, int, float)):
+        return tensor(ctx, bool(x), torch.bool)
+    x = helpers.itensor(ctx, x)
+    if helpers.dtype_of(x) == torch.bool:
+        return x
+    return unary(ctx, UN.NOT, binary(ctx, EW.EQUAL, x, 0, helpers.dtype_of(x)))
+
+
+def is_negative(ctx, x):
+    """Sign bit of ``x``: true for negative numbers, -0.0 and -inf (1/-0.0 is -inf)."""
+    dtype = helpers.dtype_of(x)
+    below = binary(ctx, EW.LESS, x, 0, dtype)
+    if not dtype.is_floating_point:
+        return below
+    recip_below = binary(ctx, EW.LESS, unary(ctx, UN.RECIP, x), 0, dtype)
+    return binary(ctx, EW.OR, below, recip_below, torch.bool)
+
+
+def trunc(ctx, x):
+    """Round a float ITensor toward zero (TensorRT has no TRUNC)."""
+    negative = binary(ctx, EW.LESS, x, 0, helpers.dtype_of(x))
+    return select(ctx, negative, unary(ctx, UN.CEIL, x), unary(ctx, UN.FLOOR, x))
+
+
+def floor_divide(ctx, a, b, dtype):
+    """Python's ``a // b`` (rounds toward -inf) for ints and floats."""
+    return binary(ctx, EW.FLOOR_DIV, a, b, dtype)
+
+
+def trunc_divide(ctx, a, b, dtype):
+    """C's ``a / b`` (rounds toward zero). Note [Integer division]: the TensorRT docs do not
+    state how DIV rounds integers, so ints use sign(a) * sign(b) * (|a| // |b|)."""
+    if dtype.is_floating_point:
+        return trunc(ctx, binary(ctx, EW.DIV, a, b, dtype))
+    a, b = tensor(ctx, a, dtype), tensor(ctx, b, dtype)
+    quotient = floor_divide(ctx, unary(ctx, UN.ABS, a), unary(ctx, UN.ABS, b), dtype)
+    sign = binary(ctx, EW.PROD, unary(ctx, UN.SIGN, a), unary(ctx, UN.SIGN, b), dtype)
+    return binary(ctx, EW.PROD, quotient, sign, dtype)
+
+
+def _is_scalar(x: Any) -> bool:
+    return isinstance(x, (bool, int, float))
+
+
+# ---------------------------------------------------------------------------------------
+# Arithmetic: one table, one registration loop.
+
+_ARITHMETIC = {
+    EW.SUM: (aten.add.Tensor, aten.add.Scalar),
+    EW.SUB: (aten.sub.Tensor, aten.sub.Scalar),
+    EW.PROD: (aten.mul.Tensor, aten.mul.Scalar),
+    EW.MAX: (aten.maximum.default,),
+    EW.MIN: (aten.minimum.default,),
+}
+
+
+def _register_arithmetic(op, targets):
+    @converter(*targets, dynamic=True)
+    def convert(ctx, input, other, alpha=1):
+        dtype = ctx.out_dtype
+        if alpha != 1:
+            other = binary(ctx, EW.PROD, other, alpha, dtype)
+        return binary(ctx, op, input, other, dtype)
+
+
+for _op, _targets in _ARITHMETIC.items():
+    _register_arithmetic(_op, _targets)
+
+
+@converter(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar, dynamic=True)
+def pow_(ctx, input, exponent):
+    dtype = ctx.out_dtype
+    if _is_scalar(exponent) and exponent == 2:  # x * x is exact where POW need not be
+        x = tensor(ctx, input, dtype)
+        return binary(ctx, EW.PROD, x, x, dtype)
+    return binary(ctx, EW.POW, input, exponent, dtype)
+
+
+# ---------------------------------------------------------------------------------------
+# Division family and other composites: fn(ctx, a, b, dtype) -> ITensor.
+
+def _div(ctx, a, b, dtype, rounding_mode=None):
+    if rounding_mode is None:
+        return binary(ctx, EW.DIV, a, b, dtype)
+    compute = opmath(dtype)
+    if rounding_mode == "floor":
+        return floor_divide(ctx, a, b, compute)
+    return trunc_divide(ctx, a, b, compute)
+
+
+def _remainder(ctx, a, b, dtype):
+    """Python's ``%``: the result has the sign of the divisor."""
+    compute = opmath(dtype)
+    a, b = tensor(ctx, a, compute), tensor(ctx, b, compute)
+    product = binary(ctx, EW.PROD, floor_divide(ctx, a, b, compute), b, compute)
+    return binary(ctx, EW.SUB, a, product, compute)
+
+
+def _fmod(ctx, a, b, dtype):
+    """C's ``fmod``: the result has the sign of the dividend."""
+    compute = opmath(dtype)
+    a, b = tensor(ctx, a, compute), tensor(ctx, b, compute)
+    product = binary(ctx, EW.PROD, trunc_divide(ctx, a, b, compute), b, compute)
+    return binary(ctx, EW.SUB, a, product, compute)
+
+
+def _atan2(ctx, y, x, dtype):
+    """atan(y / x) moved to the right quadrant (x < 0 adds +-pi by the sign bit of y);
+    x == 0 gives sign(y) * pi / 2."""
+    compute = opmath(dtype)
+    y, x = tensor(ctx, y, compute), tensor(ctx, x, compute)
+    angle = unary(ctx, UN.ATAN, binary(ctx, EW.DIV, y, x, compute))
+    half_turn = select(ctx, is_negative(ctx, y), tensor(ctx, -math.pi, compute),
+                       tensor(ctx, math.pi, compute))  # -0.0 takes -pi, as in C
+    angle = select(ctx, binary(ctx, EW.LESS, x, 0, compute),
+                   binary(ctx, EW.SUM, angle, half_turn, compute), angle)
+    on_axis = binary(ctx, EW.PROD, unary(ctx, UN.SIGN, y), math.pi / 2, compute)
+    return select(ctx, binary(ctx, EW.EQUAL, x, 0, compute), on_axis, angle)
+
+
+def _copysign(ctx, a, b, dtype):
+    magnitude = unary(ctx, UN.ABS, tensor(ctx, a, dtype))
+    if _is_scalar(b):
+        return unary(ctx, UN.NEG, magnitude) if math.copysign(1, b) < 0 else magnitude
+    return select(ctx, is_negative(ctx, tensor(ctx, b, dtype)), unary(ctx, UN.NEG, magnitude),
+                  magnitude)
+
+
+def _hypot(ctx, a, b, dtype):
+    compute = opmath(dtype)
+    a, b = tensor(ctx, a, compute), tensor(ctx, b, compute)
+    squares = binary(ctx, EW.SUM, binary(ctx, EW.PROD, a, a, compute),
+                     binary(ctx, EW.PROD, b, b, compute), compute)
+    return unary(ctx, UN.SQRT, squares)
+
+
+def _nan_ignoring(op):
+    """fmax/fmin: like maximum/minimum, but a NaN loses against a number."""
+
+    def build(ctx, a, b, dtype):
+        a, b = tensor(ctx, a, dtype), tensor(ctx, b, dtype)
+        out = binary(ctx, op, a, b, dtype)
+        if not dtype.is_floating_point:
+            return out
+        out = select(ctx, unary(ctx, UN.ISNAN, b), a, out)
+        return select(ctx, unary(ctx, UN.ISNAN, a), b, out)
+
+    return build
+
+
+_COMPOSITES: dict[Any, Callable] = {
+    aten.div.Tensor: _div, aten.div.Scalar: _div,
+    aten.div.Tensor_mode: _div, aten.div.Scalar_mode: _div,
+    aten.remainder.Tensor: _remainder, aten.remainder.Scalar: _remainder,
+    aten.remainder.Scalar_Tensor: _remainder,
+    aten.fmod.Tensor: _fmod, aten.fmod.Scalar: _fmod,
+    aten.atan2.default: _atan2,
+    aten.copysign.Tensor: _copysign, aten.copysign.Scalar: _copysign,
+    aten.hypot.default: _hypot,
+    aten.fmax.default: _nan_ignoring(EW.MAX), aten.fmin.default: _nan_ignoring(EW.MIN),
+}
+
+
+def _rounding_mode_ok(node: Node, settings) -> str | None:
+    mode = node.kwargs.get("rounding_mode")
+    if mode not in (None, "trunc", "floor"):
+        return f"unknown rounding_mode {mode!r}"
+    return None
+
+
+def _register_composite(target, build):
+    @converter(target, dynamic=True, validator=_rounding_mode_ok)
+    def convert(ctx, input, other, **kwargs):
+        return build(ctx, input, other, ctx.out_dtype, **kwargs)
+
+
+for _target, _build in _COMPOSITES.items():
+    _register_composite(_target, _build)
+
+
+# ---------------------------------------------------------------------------------------
+# Comparisons: computed in the promoted input dtype, bool result. Note [NaN compares]:
+# le/ge are LESS|EQUAL and GREATER|EQUAL, never NOT GREATER, so NaN compares false.
+
+_COMPARISONS = {
+    "eq": (EW.EQUAL, False, None), "ne": (EW.EQUAL, True, None),
+    "lt": (EW.LESS, False, None), "gt": (EW.GREATER, False, None),
+    "le": (EW.LESS, False, EW.EQUAL), "ge": (EW.GREATER, False, EW.EQUAL),
+}
+
+
+def _register_comparison(name, op, negate, or_op):
+    packet = getattr(aten, name)
+
+    @converter(packet.Tensor, packet.Scalar, dynamic=True)
+    def convert(ctx, input, other):
+        dtype = helpers.result_type(input, other)
+        if dtype == torch.bool and op != EW.EQUAL:  # LESS/GREATER reject bool
+            dtype = torch.int32
+        a, b = tensor(ctx, input, dtype), tensor(ctx, other, dtype)
+        out = binary(ctx, op, a, b, dtype)
+        if or_op is not None:
+            out = binary(ctx, EW.OR, out, binary(ctx, or_op, a, b, dtype), torch.bool)
+        return unary(ctx, UN.NOT, out) if negate else out
+
+
+for _name, _spec in _COMPARISONS.items():
+    _register_comparison(_name, *_spec)
+
+
+# ---------------------------------------------------------------------------------------
+# Logical ops (any dtype, by truthiness) and bitwise ops (bool only).
+
+_LOGICAL = {
+    EW.AND: (aten.logical_and.default,),
+    EW.OR: (aten.logical_or.default,),
+    EW.XOR: (aten.logical_xor.default,),
+}
+_BITWISE = {
+    EW.AND: (aten.bitwise_and.Tensor, aten.bitwise_and.Scalar, aten.bitwise_and.Scalar_Tensor),
+    EW.OR: (aten.bitwise_or.Tensor, aten.bitwise_or.Scalar, aten.bitwise_or.Scalar_Tensor),
+    EW.XOR: (aten.bitwise_xor.Tensor, aten.bitwise_xor.Scalar, aten.bitwise_xor.Scalar_Tensor),
+}
+
+
+def bool_only(node: Node, settings) -> str | None:
+    """Validator: TensorRT has no integer bitwise ops, only logical ops on bool."""
+    for arg in node.args:
+        val = arg.meta.get("val") if isinstance(arg, Node) else arg
+        dtype = val.dtype if isinstance(val, torch.Tensor) else type(val)
+        if dtype not in (torch.bool, bool):
+            return f"bitwise ops are supported on bool only (got {dtype})"
+    return None
+
+
+def _register_logical(op, targets, validator=None):
+    @converter(*targets, dynamic=True, validator=validator)
+    def convert(ctx, input, other):
+        return binary(ctx, op, to_bool(ctx, input), to_bool(ctx, other), torch.bool)
+
+
+for _op, _targets in _LOGICAL.items():
+    _register_logical(_op, _targets)
+for _op, _targets in _BITWISE.items():
+    _register_logical(_op, _targets, bool_only)
+
+
+@converter(aten.logical_not.default, dynamic=True)
+def logical_not(ctx, input):
+    return unary(ctx, UN.NOT, to_bool(ctx, input))
+
+
+@converter(aten.bitwise_not.default, dynamic=True, validator=bool_only)
+def bitwise_not(ctx, input):
+    return unary(ctx, UN.NOT, input)
+
+
+# ---------------------------------------------------------------------------------------
+# where and clamp.
+
+@converter(aten.where.self, dynamic=True)
+def where(ctx, condition, input, other):
+    dtype = ctx.out_dtype
+    return select(ctx, to_bool(ctx, condition), tensor(ctx, input, dtype),
+                  tensor(ctx, other, dtype))
+
+
+@converter(aten.clamp.default, aten.clamp.Tensor, dynamic=True)
+def clamp(ctx, input, min=None, max=None):
+    dtype = ctx.out_dtype
+    out = tensor(ctx, input, dtype)
+    if min is not None:
+        out = binary(ctx, EW.MAX, out, min, dtype)
+    if max is not None:
+        out = binary(ctx, EW.MIN, out, max, dtype)
+    return out
