@@ -68,7 +68,7 @@ _ACTIVATIONS = {
     "SELU": lambda x, a, b: b * torch.where(x >= 0, x, a * torch.expm1(x)),
     "SOFTSIGN": lambda x, a, b: x / (1 + x.abs()),
     "SOFTPLUS": lambda x, a, b: a * torch.log1p(torch.exp(b * x)),
-    "CLIP": lambda x, a, b: x.clamp(a, b),
+    "CLIP": lambda x, a, b: x.clamp(max=b).clamp(min=a),  # max(alpha, min(beta, x))
     "HARD_SIGMOID": lambda x, a, b: (a * x + b).clamp(0, 1),
     "SCALED_TANH": lambda x, a, b: a * torch.tanh(b * x),
     "THRESHOLDED_RELU": lambda x, a, b: torch.where(x > a, x, torch.zeros_like(x)),

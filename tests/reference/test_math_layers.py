@@ -1,0 +1,163 @@
+"""Reference ELEMENTWISE, UNARY and ACTIVATION layers against hand-derived values (the
+expected numbers below were worked out by hand from TensorRT's documented formulas)."""
+
+import math
+
+import pytest
+import torch
+
+from torch_trt_ref.runtime.reference.registry import REFERENCE_LAYERS
+
+NAN, INF = float("nan"), float("inf")
+
+
+def run(kind, inputs, **attrs):
+    (out,) = REFERENCE_LAYERS[kind].run(list(inputs), **attrs)
+    return out
+
+
+def f32(values):
+    return torch.tensor(values, dtype=torch.float32)
+
+
+def i32(values):
+    return torch.tensor(values, dtype=torch.int32)
+
+
+def b(values):
+    return torch.tensor(values, dtype=torch.bool)
+
+
+@pytest.mark.parametrize("op,a,b_,expected", [
+    ("SUM", f32([1.5, -2.0]), f32([0.5, 3.0]), f32([2.0, 1.0])),
+    ("SUB", i32([5, -1]), i32([7, -4]), i32([-2, 3])),
+    ("PROD", f32([[1.0], [2.0]]), f32([[3.0, -4.0]]), f32([[3.0, -4.0], [6.0, -8.0]])),
+    ("MAX", i32([1, -3]), i32([0, -2]), i32([1, -2])),
+    ("MIN", f32([1.0, -3.0]), f32([0.0, -2.0]), f32([0.0, -3.0])),
+    ("DIV", f32([1.0, -3.0]), f32([4.0, 2.0]), f32([0.25, -1.5])),
+    ("POW", f32([2.0, 9.0]), f32([3.0, 0.5]), f32([8.0, 3.0])),
+    ("POW", i32([2, -3]), i32([3, 2]), i32([8, 9])),
+    # floor division rounds toward -inf, for ints and floats
+    ("FLOOR_DIV", i32([7, -7, 7, -7]), i32([2, 2, -2, -2]), i32([3, -4, -4, 3])),
+    ("FLOOR_DIV", f32([7.0, -7.0, 1.0]), f32([2.0, 2.0, 4.0]), f32([3.0, -4.0, 0.0])),
+])
+def test_elementwise_arithmetic(op, a, b_, expected):
+    out = run("ELEMENTWISE", (a, b_), op=op)
+    assert out.dtype == expected.dtype
+    assert torch.equal(out, expected)
+
+
+def test_integer_div_truncates():
+    # Note [Integer division] in math_ops: -7 / 2 is -3 (toward zero), not -4.
+    out = run("ELEMENTWISE", (i32([7, -7, 7, -7]), i32([2, 2, -2, -2])), op="DIV")
+    assert torch.equal(out, i32([3, -3, -3, 3]))
+
+
+@pytest.mark.parametrize("op,expected", [
+    ("AND", [False, False, False, True]),
+    ("OR", [False, True, True, True]),
+    ("XOR", [False, True, True, False]),
+])
+def test_elementwise_logical(op, expected):
+    out = run("ELEMENTWISE", (b([False, False, True, True]), b([False, True, False, True])),
+              op=op)
+    assert torch.equal(out, b(expected))
+
+
+@pytest.mark.parametrize("op,expected", [
+    ("EQUAL", [False, True, False, False]),
+    ("GREATER", [False, False, True, False]),
+    ("LESS", [True, False, False, False]),
+])
+def test_elementwise_comparisons_output_bool_and_nan_is_false(op, expected):
+    out = run("ELEMENTWISE", (f32([1.0, 2.0, 3.0, NAN]), f32([2.0, 2.0, 2.0, 2.0])), op=op)
+    assert torch.equal(out, b(expected))
+
+
+@pytest.mark.parametrize("op,x,expected", [
+    ("EXP", [0.0, 1.0], [1.0, math.e]),
+    ("LOG", [1.0, math.e], [0.0, 1.0]),
+    ("SQRT", [4.0, 0.25], [2.0, 0.5]),
+    ("RECIP", [4.0, -0.5], [0.25, -2.0]),
+    ("ABS", [-1.5, 2.0], [1.5, 2.0]),
+    ("NEG", [-1.5, 2.0], [1.5, -2.0]),
+    ("SIN", [0.0, math.pi / 2], [0.0, 1.0]),
+    ("COS", [0.0, math.pi], [1.0, -1.0]),
+    ("TAN", [0.0, math.pi / 4], [0.0, 1.0]),
+    ("SINH", [0.0, 1.0], [0.0, (math.e - 1 / math.e) / 2]),
+    ("COSH", [0.0, 1.0], [1.0, (math.e + 1 / math.e) / 2]),
+    ("ASIN", [0.0, 1.0], [0.0, math.pi / 2]),
+    ("ACOS", [1.0, 0.0], [0.0, math.pi / 2]),
+    ("ATAN", [0.0, 1.0], [0.0, math.pi / 4]),
+    ("ASINH", [0.0, 1.0], [0.0, math.log(1 + math.sqrt(2))]),
+    ("ACOSH", [1.0, 2.0], [0.0, math.log(2 + math.sqrt(3))]),
+    ("ATANH", [0.0, 0.5], [0.0, 0.5 * math.log(3)]),
+    ("CEIL", [1.2, -1.2], [2.0, -1.0]),
+    ("FLOOR", [1.8, -1.2], [1.0, -2.0]),
+    ("ERF", [0.0, INF], [0.0, 1.0]),
+    ("SIGN", [-3.0, 0.0, 2.5], [-1.0, 0.0, 1.0]),
+    # Round to nearest even for floating-point data (TensorRT's UnaryOperation docs).
+    ("ROUND", [0.5, 1.5, 2.5, -0.5, -1.5, 2.6], [0.0, 2.0, 2.0, -0.0, -2.0, 3.0]),
+])
+def test_unary_float(op, x, expected):
+    out = run("UNARY", (f32(x),), op=op)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, f32(expected), atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("op,x,expected", [
+    ("ABS", [-3, 4], [3, 4]),
+    ("NEG", [-3, 4], [3, -4]),
+    ("SIGN", [-3, 0, 4], [-1, 0, 1]),
+])
+def test_unary_integer(op, x, expected):
+    out = run("UNARY", (i32(x),), op=op)
+    assert torch.equal(out, i32(expected))
+
+
+@pytest.mark.parametrize("op,expected", [
+    ("ISNAN", [False, True, False, False]),
+    ("ISINF", [False, False, True, True]),
+])
+def test_unary_predicates(op, expected):
+    out = run("UNARY", (f32([1.0, NAN, INF, -INF]),), op=op)
+    assert torch.equal(out, b(expected))
+
+
+def test_unary_not():
+    assert torch.equal(run("UNARY", (b([True, False]),), op="NOT"), b([False, True]))
+
+
+E1 = math.e - 1  # exp(1) - 1
+EM1 = 1 / math.e - 1  # exp(-1) - 1
+
+
+@pytest.mark.parametrize("kind,alpha,beta,x,expected", [
+    ("RELU", 0.0, 0.0, [-2.0, 0.0, 3.0], [0.0, 0.0, 3.0]),
+    ("SIGMOID", 0.0, 0.0, [0.0, math.log(3)], [0.5, 0.75]),
+    ("TANH", 0.0, 0.0, [0.0, math.log(2)], [0.0, 0.6]),  # (4 - 1) / (4 + 1)
+    ("LEAKY_RELU", 0.1, 0.0, [-2.0, 0.0, 3.0], [-0.2, 0.0, 3.0]),
+    ("ELU", 2.0, 0.0, [-1.0, 0.0, 3.0], [2.0 * EM1, 0.0, 3.0]),
+    ("SELU", 2.0, 3.0, [-1.0, 0.0, 1.0], [3.0 * 2.0 * EM1, 0.0, 3.0]),
+    ("SOFTSIGN", 0.0, 0.0, [-3.0, 1.0], [-0.75, 0.5]),
+    ("SOFTPLUS", 2.0, 1.0, [0.0], [2.0 * math.log(2)]),
+    ("CLIP", -1.0, 2.0, [-5.0, 0.5, 7.0], [-1.0, 0.5, 2.0]),
+    # max(alpha, min(beta, x)): with alpha > beta every element becomes alpha.
+    ("CLIP", 3.0, 1.0, [0.0, 5.0], [3.0, 3.0]),
+    ("HARD_SIGMOID", 0.5, 0.25, [-2.0, 0.5, 4.0], [0.0, 0.5, 1.0]),
+    ("SCALED_TANH", 2.0, 1.0, [0.0, math.log(2)], [0.0, 1.2]),
+    ("GELU_ERF", 0.0, 0.0, [0.0, 50.0, -50.0], [0.0, 50.0, 0.0]),
+    # 0.5 * x * (1 + erf(x / sqrt(2))) at x = 1: erf(1/sqrt(2)) = 0.682689492...
+    ("GELU_ERF", 0.0, 0.0, [1.0], [0.5 * (1 + 0.6826894921370859)]),
+    # 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3))) at x = 1
+    ("GELU_TANH", 0.0, 0.0, [1.0],
+     [0.5 * (1 + math.tanh(math.sqrt(2 / math.pi) * 1.044715))]),
+])
+def test_activation(kind, alpha, beta, x, expected):
+    out = run("ACTIVATION", (f32(x),), type=kind, alpha=alpha, beta=beta)
+    torch.testing.assert_close(out, f32(expected), atol=1e-6, rtol=1e-6)
+
+
+def test_relu_keeps_integers():
+    out = run("ACTIVATION", (i32([-2, 5]),), type="RELU", alpha=0.0, beta=0.0)
+    assert torch.equal(out, i32([0, 5]))
