@@ -1,0 +1,66 @@
+"""Conformance cases: slice, select, split, unbind, narrow, flip, repeat, constant pad,
+diagonal, unfold, as_strided (bounds clamping, negative indices, steps, dynamic dims)."""
+
+import torch
+
+from ..case import ALL, Case, T
+
+aten = torch.ops.aten
+ANY = ALL + (torch.bool,)
+F32, I64 = torch.float32, torch.int64
+INT64_MAX = 2**63 - 1
+
+
+def slice_symbolic(x):
+    return aten.slice.Tensor(x, 0, 1, x.shape[0] - 1)
+
+
+def split_symbolic(x):
+    return aten.split_with_sizes.default(x, [x.shape[0] - 1, 1])
+
+
+def select_symbolic(x):
+    return aten.select.int(x, 0, x.shape[0] - 2)
+
+
+CASES = [
+    Case(aten.slice.Tensor, (T((4, 6)), 1, 1, 5), dtypes=ANY),
+    Case(aten.slice.Tensor, (T((4, 6)), 1, None, None, 2), name="step"),
+    Case(aten.slice.Tensor, (T((4, 6)), -1, -4, -1), name="negative"),
+    Case(aten.slice.Tensor, (T((4, 6)), 1, -10, 100), name="clamped"),
+    Case(aten.slice.Tensor, (T((4, 6)), 1, 2, INT64_MAX), name="int64_max_end"),
+    Case(aten.slice.Tensor, (T((4, 6)), 1, 1, 6, 3), name="step3"),
+    Case(aten.slice.Tensor, (T((5, 3)), 0, 1, -1), name="dynamic_dim", dtypes=(F32, I64)),
+    Case(aten.slice.Tensor, (T((5, 3)), 0, -3, None, 2), name="dynamic_dim_step"),
+    Case(slice_symbolic, (T((5, 3)),), check_op=aten.slice.Tensor, name="symbolic"),
+    Case(aten.slice_copy.Tensor, (T((4, 6)), 1, 1, 4), dtypes=(F32, I64)),
+    Case(aten.narrow_copy.default, (T((4, 6)), 1, 1, 3), dtypes=(F32, I64)),
+    Case(aten.narrow_copy.default, (T((4, 6)), 1, -3, 2), name="negative_start"),
+    Case(aten.select.int, (T((3, 4)), 1, 2), dtypes=ANY),
+    Case(aten.select.int, (T((3, 4)), -1, -1), name="negative"),
+    Case(aten.select.int, (T((3, 4)), 0, -1), name="dynamic_negative"),
+    Case(select_symbolic, (T((3, 4)),), check_op=aten.select.int, name="symbolic"),
+    Case(aten.select_copy.int, (T((3, 4)), 0, 1), dtypes=(F32, I64)),
+    Case(aten.split_with_sizes.default, (T((4, 6)), [2, 4], 1), dtypes=ANY),
+    Case(aten.split_with_sizes.default, (T((4, 6)), [1, 0, 5], 1), name="with_empty"),
+    Case(split_symbolic, (T((4, 6)),), check_op=aten.split_with_sizes.default,
+         name="symbolic"),
+    Case(aten.split_copy.Tensor, (T((3, 5)), 2, 1), dtypes=(F32, I64)),
+    Case(aten.unbind_copy.int, (T((3, 4)), 1), dtypes=(F32, I64)),
+    Case(aten.flip.default, (T((2, 3, 4)), [0, -1]), dtypes=ANY),
+    Case(aten.flip.default, (T((3, 4)), [1]), name="static_dim"),
+    Case(aten.repeat.default, (T((2, 3)), [2, 3]), dtypes=ANY),
+    Case(aten.repeat.default, (T((2, 3)), [2, 1, 2]), name="new_dims"),
+    Case(aten.constant_pad_nd.default, (T((2, 3, 4)), [1, 2]), dtypes=ANY),
+    Case(aten.constant_pad_nd.default, (T((2, 3, 4)), [1, 0, 2, 1], 1.5), name="value"),
+    Case(aten.constant_pad_nd.default, (T((2, 3, 4)), [-1, 2]), name="crop"),
+    Case(aten.constant_pad_nd.default, (T((2, 3, 4)), [0, 0, 0, 0, 1, 2], -3),
+         name="dynamic_dim", dtypes=ALL),
+    Case(aten.diagonal.default, (T((3, 4), dynamic=()),), dtypes=ANY),
+    Case(aten.diagonal.default, (T((3, 4), dynamic=()), 1), name="offset"),
+    Case(aten.diagonal.default, (T((3, 4), dynamic=()), -2), name="negative_offset"),
+    Case(aten.diagonal.default, (T((2, 3, 4)), 0, 1, -1), name="batched"),
+    Case(aten.unfold.default, (T((2, 7)), 1, 3, 2), dtypes=ANY),
+    Case(aten.as_strided.default, (T((4, 4)), [2, 3], [4, 1], 1), dynamic=False, dtypes=ANY),
+    Case(aten.as_strided_copy.default, (T((4, 4)), [2, 2], [1, 4]), dynamic=False),
+]
