@@ -104,8 +104,12 @@ def peak_memory(records) -> bytes | None:
             series["peak RSS, resource partitioning"][m] = max(
                 prev, r["memory"]["peak_rss_bytes"] / MiB)
     models = sorted(series["fp32 weights"])
-    fig, ax = plt.subplots(figsize=(max(7, 0.9 * len(models) + 3), 4.5))
+    fig, ax = plt.subplots(figsize=(max(9, 0.9 * len(models) + 5), 4.5))
     _grouped_bars(ax, models, series, "MiB (log scale)", log=True)
+    targets = [2 * series["fp32 weights"][m] for m in models]
+    ax.scatter(range(len(models)), targets, marker="_", s=900, color="black", zorder=3,
+               label="target: 2x fp32 weights")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.set_title("Peak compile RSS above baseline vs fp32 weights (worst strategy)")
     return _png(fig)
 

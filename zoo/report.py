@@ -55,7 +55,9 @@ CELL_HEADER = ["model", "strategy", "precision", "status", "TRT engines", "torch
 
 
 def environment_lines(records: list[dict]) -> list[str]:
-    envs = {tuple(sorted((k, str(v)) for k, v in r.get("env", {}).items())) for r in records}
+    envs = {tuple(sorted((k, str(v)) for k, v in r.get("env", {}).items() if k != "git_commit"))
+            for r in records}
+    commits = sorted({str(r.get("env", {}).get("git_commit")) for r in records})
     lines = []
     for env in envs:
         e = dict(env)
@@ -63,10 +65,10 @@ def environment_lines(records: list[dict]) -> list[str]:
                      f", torchvision {e.get('torchvision')}, transformers {e.get('transformers')}"
                      f", python {e.get('python')}")
         lines.append(f"- machine: {e.get('cpu')}, {e.get('cpu_count')} cores, "
-                     f"{int(e.get('memory_bytes', 0)) / 2**30:.0f} GiB, GPU: {e.get('gpu')}, "
-                     f"commit {e.get('git_commit')}")
+                     f"{int(e.get('memory_bytes', 0)) / 2**30:.0f} GiB, GPU: {e.get('gpu')}")
     executors = sorted({f"{r['latency']['executor']} on {r['latency']['device']}"
                         for r in records if r.get("latency")})
+    lines.append(f"- commit{'s' if len(commits) > 1 else ''}: {', '.join(commits)}")
     lines.append("- latency measured with: " + (", ".join(executors) or "-"))
     return lines
 
