@@ -31,7 +31,12 @@ def register_decomposition(*ops, registry: dict | None = None):
 
 # Ops we keep whole although torch would decompose them: a converter exists and the
 # decomposition would be slower or less precise in TensorRT.
-KEEP = {aten.native_layer_norm.default, aten.gelu.default}
+KEEP = {aten.native_layer_norm.default, aten.gelu.default,
+        # one IResizeLayer instead of index arithmetic and gathers
+        aten.upsample_nearest1d.vec, aten.upsample_nearest3d.vec,
+        aten._upsample_nearest_exact1d.vec, aten._upsample_nearest_exact2d.vec,
+        aten._upsample_nearest_exact3d.vec, aten.upsample_linear1d.vec,
+        aten.upsample_trilinear3d.vec, aten.upsample_bicubic2d.vec}
 
 
 def decomposition_table(settings: CompilationSettings) -> dict:

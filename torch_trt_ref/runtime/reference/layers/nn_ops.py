@@ -3,6 +3,8 @@ pooling, normalization, resize, parametric ReLU."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -88,13 +90,14 @@ def pooling(inputs, type, window_size_nd, stride_nd, pre_padding, post_padding, 
         maxpool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[nd]
         return (maxpool(xp, window_size_nd, stride_nd),)
     xp = _explicit_pad(x, pre_padding, post_padding)
-    summed = pool(xp.float(), window_size_nd, stride_nd) * float(torch.tensor(window_size_nd).prod())
+    area = float(math.prod(window_size_nd))
+    summed = pool(xp.float(), window_size_nd, stride_nd) * area
     if average_count_excludes_padding:
         ones = _explicit_pad(torch.ones_like(x[:1, :1], dtype=torch.float32), pre_padding,
                              post_padding)
-        count = pool(ones, window_size_nd, stride_nd) * float(torch.tensor(window_size_nd).prod())
+        count = pool(ones, window_size_nd, stride_nd) * area
     else:
-        count = float(torch.tensor(window_size_nd).prod())
+        count = area
     return ((summed / count).to(x.dtype),)
 
 
@@ -107,15 +110,16 @@ def normalization(inputs, axes, epsilon, num_groups, compute_precision):
     dims = axes_from_mask(axes, x.dim())
     xf = x.float()
     if num_groups > 1:
-        n, c = x.shape[:2]
-        g = xf.reshape(n, num_groups, -1)
+        # Group normalization: scale and bias are per group, shaped [1, G, 1, ...].
+        g = xf.reshape(x.shape[0], num_groups, -1)
         mean = g.mean(-1, keepdim=True)
         var = g.var(-1, unbiased=False, keepdim=True)
-        y = ((g - mean) / torch.sqrt(var + epsilon)).reshape(x.shape)
-    else:
-        mean = xf.mean(dims, keepdim=True)
-        var = xf.var(dims, unbiased=False, keepdim=True)
-        y = (xf - mean) / torch.sqrt(var + epsilon)
+        y = (g - mean) / torch.sqrt(var + epsilon)
+        y = y * scale.float().reshape(1, num_groups, 1) + bias.float().reshape(1, num_groups, 1)
+        return (y.reshape(x.shape).to(x.dtype),)
+    mean = xf.mean(dims, keepdim=True)
+    var = xf.var(dims, unbiased=False, keepdim=True)
+    y = (xf - mean) / torch.sqrt(var + epsilon)
     return ((y * scale.float() + bias.float()).to(x.dtype),)
 
 
@@ -127,22 +131,58 @@ def parametric_relu(inputs):
 
 @reference_layer("RESIZE", "IResizeLayer",
                  attrs=("shape", "scales", "resize_mode", "coordinate_transformation",
-                        "nearest_rounding", "selector_for_single_pixel", "cubic_coeff"))
+                        "nearest_rounding", "selector_for_single_pixel", "cubic_coeff",
+                        "exclude_outside"))
 def resize(inputs, shape, scales, resize_mode, coordinate_transformation, nearest_rounding,
-           selector_for_single_pixel, cubic_coeff):
-    """NEAREST (FLOOR rounding, ASYMMETRIC) and LINEAR/CUBIC over the innermost dims with
-    ALIGN_CORNERS or HALF_PIXEL coordinates, matching torch's interpolate."""
+           selector_for_single_pixel, cubic_coeff, exclude_outside):
+    """Output dims from ``shape`` (or input 1), else floor(in * scale). NEAREST maps each
+    output index by the coordinate transformation with the ratio in/out, rounds, and
+    clamps; LINEAR (HALF_PIXEL or ALIGN_CORNERS) and CUBIC resize the innermost dims that
+    change, like torch's interpolate with the same output size."""
     x = inputs[0]
     if len(inputs) > 1 and inputs[1] is not None:
         shape = [int(d) for d in inputs[1].tolist()]
     if not shape and scales:
-        shape = [int(s * d) for s, d in zip(scales, x.shape)]
-    spatial = [int(d) for d in shape[2:]]
-    mode = {"NEAREST": "nearest", "LINEAR": {1: "linear", 2: "bilinear", 3: "trilinear"},
-            "CUBIC": "bicubic"}[resize_mode]
-    if isinstance(mode, dict):
-        mode = mode[len(spatial)]
-    kwargs = {}
-    if mode != "nearest":
-        kwargs["align_corners"] = coordinate_transformation == "ALIGN_CORNERS"
-    return (F.interpolate(x, size=spatial, mode=mode, **kwargs),)
+        shape = [int(math.floor(s * d)) for s, d in zip(scales, x.shape)]
+    if resize_mode == "NEAREST":
+        for d, out in enumerate(shape):
+            if out != x.shape[d]:
+                index = _nearest_index(x.shape[d], out, coordinate_transformation,
+                                       nearest_rounding, selector_for_single_pixel)
+                x = x.index_select(d, index.to(x.device))
+        return (x,)
+    first = next(d for d, (a, b) in enumerate(zip(x.shape, shape)) if a != b) \
+        if list(x.shape) != list(shape) else len(shape) - 1
+    if resize_mode == "CUBIC":  # always over the innermost two dims
+        first = min(first, len(shape) - 2)
+    if list(shape[:first]) != list(x.shape[:first]) or len(shape) - first > 3:
+        raise NotImplementedError(f"resize of dims {first}.. of {tuple(x.shape)}")
+    if resize_mode == "CUBIC" and (cubic_coeff != -0.75 or exclude_outside):
+        raise NotImplementedError("cubic resize other than torch's (A=-0.75, edge clamp)")
+    if coordinate_transformation not in ("HALF_PIXEL", "ALIGN_CORNERS"):
+        raise NotImplementedError(f"{resize_mode} resize with {coordinate_transformation}")
+    spatial = list(shape[first:])
+    lead = x.shape[:first]
+    flat = x.reshape((1, -1) + tuple(x.shape[first:]))  # interpolate wants (N, C, ...)
+    mode = {"LINEAR": {1: "linear", 2: "bilinear", 3: "trilinear"},
+            "CUBIC": {2: "bicubic"}}[resize_mode][len(spatial)]
+    out = F.interpolate(flat.float(), size=spatial, mode=mode,
+                        align_corners=coordinate_transformation == "ALIGN_CORNERS")
+    return (out.to(x.dtype).reshape(tuple(lead) + tuple(spatial)),)
+
+
+def _nearest_index(n: int, out: int, transform: str, rounding: str, selector: str):
+    """Input index of every output index along one dim (TensorRT's Resize formulas)."""
+    dst = torch.arange(out, dtype=torch.float32)
+    if out == 1 and selector == "UPPER":
+        return torch.zeros(1, dtype=torch.long)
+    if transform == "ALIGN_CORNERS":
+        src = dst * ((n - 1) / (out - 1) if out > 1 else 0.0)
+    elif transform == "HALF_PIXEL":
+        src = (dst + 0.5) * (n / out) - 0.5
+    else:  # ASYMMETRIC
+        src = dst * torch.tensor(n / out, dtype=torch.float32)
+    rounded = {"FLOOR": torch.floor, "CEIL": torch.ceil,
+               "HALF_UP": lambda v: torch.floor(v + 0.5),
+               "HALF_DOWN": lambda v: torch.ceil(v - 0.5)}[rounding](src)
+    return rounded.long().clamp(0, n - 1)

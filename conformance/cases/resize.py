@@ -1,0 +1,36 @@
+"""Conformance cases: upsampling (nearest, nearest-exact, linear/bilinear/trilinear with
+and without align_corners, bicubic) by output size and by scale factor."""
+
+import torch
+
+from ..case import Case, T
+
+aten = torch.ops.aten
+FRACTIONAL = "scale factor with a fractional output size: torch maps with 1/scale (validator)"
+
+CASES = [
+    Case(aten.upsample_nearest2d.vec, (T((1, 2, 4, 5)), None, [2.0, 3.0]), name="scale"),
+    Case(aten.upsample_nearest2d.vec, (T((2, 2, 4, 5)), [7, 3], None), name="size"),
+    Case(aten.upsample_nearest2d.vec, (T((1, 2, 5, 5)), None, [1.5, 1.5]),
+         name="fractional", dynamic=False, dtypes=(torch.float32,),
+         xfail={torch.float32: FRACTIONAL}),
+    Case(aten.upsample_nearest1d.vec, (T((2, 3, 5)), [9], None), name="size"),
+    Case(aten.upsample_nearest3d.vec, (T((1, 2, 2, 3, 3)), None, [2.0, 1.0, 2.0]),
+         name="scale"),
+    Case(aten._upsample_nearest_exact2d.vec, (T((1, 2, 4, 5)), [7, 8], None), name="size"),
+    Case(aten._upsample_nearest_exact1d.vec, (T((2, 3, 5)), None, [2.0]), name="scale"),
+    Case(aten._upsample_nearest_exact3d.vec, (T((1, 2, 2, 3, 3)), [3, 5, 4], None),
+         name="size"),
+    Case(aten.upsample_bilinear2d.vec, (T((1, 2, 4, 5)), None, False, [2.0, 2.0]),
+         name="scale"),
+    Case(aten.upsample_bilinear2d.vec, (T((2, 2, 4, 5)), [7, 3], True, None),
+         name="align_corners"),
+    Case(aten.upsample_bilinear2d.vec, (T((1, 2, 6, 6)), [4, 1], False, None),
+         name="downsample"),
+    Case(aten.upsample_linear1d.vec, (T((2, 3, 5)), [8], False, None), name="size"),
+    Case(aten.upsample_trilinear3d.vec, (T((1, 2, 2, 3, 3)), None, True, [2.0, 2.0, 2.0]),
+         name="align_corners"),
+    Case(aten.upsample_bicubic2d.vec, (T((1, 2, 4, 5)), [8, 7], False, None), name="size"),
+    Case(aten.upsample_bicubic2d.vec, (T((1, 2, 4, 4)), None, True, [2.0, 2.0]),
+         name="align_corners"),
+]
