@@ -4,6 +4,7 @@ for the parts of a shape computation that are really dynamic."""
 
 from __future__ import annotations
 
+import functools
 import operator
 from typing import Any, Sequence, Union
 
@@ -20,6 +21,17 @@ _OPS = {  # name -> (Python function on ints, TensorRT elementwise operation)
     "mul": (operator.mul, EW.PROD), "floordiv": (operator.floordiv, EW.FLOOR_DIV),
     "min": (min, EW.MIN), "max": (max, EW.MAX),
 }
+
+
+def itensor_input(fn):
+    """Decorator for converters: the ``input`` argument arrives as an ITensor even when
+    the graph passes a constant (a buffer such as BERT's position_ids)."""
+
+    @functools.wraps(fn)
+    def wrapped(ctx, input, *args, **kwargs):
+        return fn(ctx, helpers.itensor(ctx, input), *args, **kwargs)
+
+    return wrapped
 
 
 def is_static(dims: Sequence[Dim]) -> bool:
@@ -43,6 +55,18 @@ def dim_op(ctx: ConversionContext, name: str, a: Dim, b: Dim) -> Dim:
     a = a if helpers.is_tensor(a) else ctx.constant(torch.tensor([a], dtype=torch.int64))
     b = b if helpers.is_tensor(b) else ctx.constant(torch.tensor([b], dtype=torch.int64))
     return ctx.name_layer(ctx.net.add_elementwise(a, b, op), f"dim_{name}").get_output(0)
+
+
+def wrap_negative(ctx: ConversionContext, d: Dim, size: Dim) -> Dim:
+    """Python's index rule: a negative ``d`` counts from the end (``d + size``)."""
+    if not helpers.is_tensor(d):
+        return dim_op(ctx, "add", size, d) if d < 0 else d
+    zero = ctx.constant(torch.zeros(1, dtype=torch.int64))
+    negative = ctx.net.add_elementwise(as_dim(ctx, d), zero, EW.LESS)
+    negative = ctx.name_layer(negative, "dim_is_negative").get_output(0)
+    wrapped = dim_op(ctx, "add", d, size)
+    return ctx.name_layer(ctx.net.add_select(negative, as_dim(ctx, wrapped), as_dim(ctx, d)),
+                          "dim_wrap").get_output(0)
 
 
 def clamp(ctx: ConversionContext, d: Dim, low: Dim, high: Dim) -> Dim:

@@ -38,6 +38,7 @@ def full(ctx, size, fill_value, dtype=None, layout=None, device=None, pin_memory
 
 
 @converter(aten.full_like.default, validator=_strided_only, dynamic=True)
+@D.itensor_input
 def full_like(ctx, input, fill_value, dtype=None, layout=None, device=None, pin_memory=None,
               memory_format=None):
     return filled(ctx, D.dims_of(ctx, helpers.itensor(ctx, input)), fill_value, ctx.out_dtype)
@@ -52,6 +53,7 @@ def empty(ctx, size, *args, **kwargs):
 
 
 @converter(aten.new_empty_strided.default, validator=_strided_only, dynamic=True)
+@D.itensor_input
 def new_empty_strided(ctx, input, size, stride, **kwargs):
     return filled(ctx, size, 0, ctx.out_dtype)
 

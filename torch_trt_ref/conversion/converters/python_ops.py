@@ -27,14 +27,6 @@ def sym_size(ctx, input, dim):
     return helpers.dim_size(ctx, input, dim)
 
 
-@converter(aten.sym_numel.default, dynamic=True, family="python_ops")
-def sym_numel(ctx, input):
-    numel = 1
-    for d in D.dims_of(ctx, input):
-        numel = D.dim_op(ctx, "mul", numel, d)
-    return numel
-
-
 def _operand(ctx, x, dtype: torch.dtype):
     """``x`` as a 1-element ITensor of ``dtype``."""
     x = helpers.itensor(ctx, x, dtype)
@@ -71,7 +63,8 @@ _ARITHMETIC = {  # Python function -> converter on (ctx, a, b) with at least one
     operator.sub: lambda ctx, a, b: _binary(ctx, EW.SUB, a, b, _kind(a, b)),
     operator.mul: lambda ctx, a, b: _binary(ctx, EW.PROD, a, b, _kind(a, b)),
     operator.truediv: lambda ctx, a, b: _binary(ctx, EW.DIV, a, b, torch.float32),
-    operator.pow: lambda ctx, a, b: _binary(ctx, EW.POW, a, b, torch.float32),
+    operator.pow: lambda ctx, a, b: helpers.cast(
+        ctx, _binary(ctx, EW.POW, a, b, torch.float32), _kind(a, b)),
     operator.floordiv: _floordiv,
     operator.mod: _mod,
     torch.sym_max: lambda ctx, a, b: _binary(ctx, EW.MAX, a, b, _kind(a, b)),

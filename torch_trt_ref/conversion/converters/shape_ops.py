@@ -19,16 +19,19 @@ def _meta(node, index=0):
 
 
 @converter(aten.view.default, aten.view_copy.default, aten._reshape_copy.default, dynamic=True)
+@D.itensor_input
 def view(ctx, input, size):
     return D.reshape(ctx, input, [D.as_dim(ctx, s) for s in size])
 
 
 @converter(aten.permute.default, aten.permute_copy.default, dynamic=True)
+@D.itensor_input
 def permute(ctx, input, dims):
     return helpers.permute(ctx, input, dims) if len(input.shape) else input
 
 
 @converter(aten.expand.default, dynamic=True)
+@D.itensor_input
 def expand(ctx, input, size, implicit=False):
     x = helpers.expand_rank(ctx, input, len(size))
     current = D.dims_of(ctx, x)
@@ -38,6 +41,7 @@ def expand(ctx, input, size, implicit=False):
 
 
 @converter(aten.squeeze.dims, dynamic=True)
+@D.itensor_input
 def squeeze(ctx, input, dim):
     rank = len(input.shape)
     if rank == 0:
@@ -51,6 +55,7 @@ def squeeze(ctx, input, dim):
 
 
 @converter(aten.unsqueeze.default, dynamic=True)
+@D.itensor_input
 def unsqueeze(ctx, input, dim):
     return helpers.unsqueeze(ctx, input, dim)
 
@@ -64,6 +69,7 @@ def _layout_only(node, settings):
 
 
 @converter(aten.clone.default, validator=_layout_only, dynamic=True)
+@D.itensor_input
 def clone(ctx, input, memory_format=None):
     return helpers.identity(ctx, input)
 
@@ -81,6 +87,7 @@ def _to_copy_ok(node, settings):
 
 
 @converter(aten._to_copy.default, validator=_to_copy_ok, dynamic=True)
+@D.itensor_input
 def to_copy(ctx, input, dtype=None, layout=None, device=None, pin_memory=None,
             non_blocking=False, memory_format=None):
     out = helpers.itensor(ctx, input)
@@ -89,6 +96,7 @@ def to_copy(ctx, input, dtype=None, layout=None, device=None, pin_memory=None,
 
 
 @converter(aten.copy.default, dynamic=True)
+@D.itensor_input
 def copy(ctx, input, src, non_blocking=False):
     """``input.copy_(src)`` out of place: src broadcast to input's shape and dtype."""
     src = helpers.itensor(ctx, src, helpers.dtype_of(input))

@@ -16,12 +16,12 @@ INT64_MAX = 2**63 - 1
 
 
 def _bound(ctx, value, size: D.Dim, default: int) -> D.Dim:
-    """torch's slice bound: None -> default, negative ints count from the end, then
-    clamped to [0, size]. SymInt bounds are taken as non-negative (sizes)."""
+    """torch's slice bound: None -> default, negative values count from the end, then
+    clamped to [0, size]."""
     if value is None:
         return default if default == 0 else size
     if helpers.is_tensor(value):
-        return D.clamp(ctx, D.as_dim(ctx, value), 0, size)
+        return D.clamp(ctx, D.wrap_negative(ctx, value, size), 0, size)
     if value >= INT64_MAX:
         return size
     if value < 0:
@@ -39,6 +39,7 @@ def slice_dim(ctx, x, dim: int, start: D.Dim, length: D.Dim, step: int = 1):
 
 
 @converter(aten.slice.Tensor, aten.slice_copy.Tensor, dynamic=True)
+@D.itensor_input
 def slice_(ctx, input, dim=0, start=None, end=None, step=1):
     if len(input.shape) == 0:
         return input
@@ -51,18 +52,19 @@ def slice_(ctx, input, dim=0, start=None, end=None, step=1):
 
 
 @converter(aten.narrow_copy.default, dynamic=True)
+@D.itensor_input
 def narrow_copy(ctx, input, dim, start, length):
     dim = helpers.normalize_dim(dim, len(input.shape))
-    if not helpers.is_tensor(start) and start < 0:
-        start = D.dim_op(ctx, "add", D.dims_of(ctx, input)[dim], start)
+    start = D.wrap_negative(ctx, start, D.dims_of(ctx, input)[dim])
     return slice_dim(ctx, input, dim, D.as_dim(ctx, start), D.as_dim(ctx, length))
 
 
 @converter(aten.select.int, aten.select_copy.int, dynamic=True)
+@D.itensor_input
 def select(ctx, input, dim, index):
     dim = helpers.normalize_dim(dim, len(input.shape))
-    if not helpers.is_tensor(index) and index < 0:
-        index = D.dim_op(ctx, "add", D.dims_of(ctx, input)[dim], index)
+    if helpers.is_tensor(index) or index < 0:
+        index = D.wrap_negative(ctx, index, D.dims_of(ctx, input)[dim])
     if helpers.is_tensor(index):
         index = D.reshape(ctx, D.as_dim(ctx, index), [])
     else:
@@ -71,6 +73,7 @@ def select(ctx, input, dim, index):
 
 
 @converter(aten.split_with_sizes.default, dynamic=True)
+@D.itensor_input
 def split_with_sizes(ctx, input, split_sizes, dim=0):
     dim = helpers.normalize_dim(dim, len(input.shape))
     outputs, start = [], 0
@@ -82,6 +85,7 @@ def split_with_sizes(ctx, input, split_sizes, dim=0):
 
 
 @converter(aten.split_copy.Tensor, dynamic=True)
+@D.itensor_input
 def split_copy(ctx, input, split_size, dim=0):
     dim = helpers.normalize_dim(dim, len(input.shape))
     count = len(ctx.out_meta)
@@ -91,11 +95,13 @@ def split_copy(ctx, input, split_size, dim=0):
 
 
 @converter(aten.unbind_copy.int, dynamic=True)
+@D.itensor_input
 def unbind_copy(ctx, input, dim=0):
     return [select(ctx, input, dim, i) for i in range(len(ctx.out_meta))]
 
 
 @converter(aten.flip.default, dynamic=True)
+@D.itensor_input
 def flip(ctx, input, dims):
     rank = len(input.shape)
     flipped = {helpers.normalize_dim(d, rank) for d in dims}
@@ -106,6 +112,7 @@ def flip(ctx, input, dims):
 
 
 @converter(aten.repeat.default, dynamic=True)
+@D.itensor_input
 def repeat(ctx, input, repeats):
     """A WRAP-mode slice reads in[i % size]: tiling without copies of the input."""
     x = helpers.expand_rank(ctx, input, len(repeats))
@@ -116,6 +123,7 @@ def repeat(ctx, input, repeats):
 
 
 @converter(aten.constant_pad_nd.default, dynamic=True)
+@D.itensor_input
 def constant_pad_nd(ctx, input, pad, value=0):
     """A FILL-mode slice starting at -pre: out-of-range reads give ``value``; negative
     pads crop."""
@@ -142,6 +150,7 @@ def _unfold_ok(node, settings):
 
 
 @converter(aten.diagonal.default, dynamic=True)
+@D.itensor_input
 def diagonal(ctx, input, offset=0, dim1=0, dim2=1):
     """Move dim1, dim2 last, flatten them and take every (m+1)-th element."""
     rank = len(input.shape)
@@ -160,6 +169,7 @@ def diagonal(ctx, input, offset=0, dim1=0, dim2=1):
 
 
 @converter(aten.unfold.default, validator=_unfold_ok, dynamic=True)
+@D.itensor_input
 def unfold(ctx, input, dimension, size, step):
     """Windows ``[i*step, i*step+size)`` along ``dimension``, window elements last."""
     rank = len(input.shape)
@@ -182,6 +192,7 @@ def _as_strided_ok(node, settings):
 
 
 @converter(aten.as_strided.default, aten.as_strided_copy.default, validator=_as_strided_ok)
+@D.itensor_input
 def as_strided(ctx, input, size, stride, storage_offset=None):
     """Gather from the flattened (contiguous) input at offset + sum(i_k * stride_k)."""
     index = torch.full(list(size), storage_offset or 0, dtype=torch.int64)
