@@ -34,3 +34,18 @@ CASES = [
     Case(aten.upsample_bicubic2d.vec, (T((1, 2, 4, 4)), None, True, [2.0, 2.0]),
          name="align_corners"),
 ]
+
+GRID = T((2, 5, 6, 2), low=-1.2, high=1.2)  # some samples fall outside [-1, 1]
+grid_sampler = aten.grid_sampler_2d.default
+CASES += [
+    Case(grid_sampler, (T((2, 3, 4, 5)), GRID, 0, 0, False), name="bilinear_zeros"),
+    Case(grid_sampler, (T((2, 3, 4, 5)), GRID, 0, 1, True), name="bilinear_border"),
+    Case(grid_sampler, (T((2, 3, 4, 5)), GRID, 0, 2, False), name="bilinear_reflection"),
+    # Nearest picks and cubic weights are ill-conditioned in the grid coordinate: a
+    # half-precision grid moves samples across pixels, and eager half kernels round their
+    # intermediates differently, so these modes are compared in fp32 only.
+    Case(grid_sampler, (T((2, 3, 4, 5)), GRID, 1, 0, True), name="nearest",
+         dtypes=(torch.float32,)),
+    Case(grid_sampler, (T((2, 3, 4, 5)), GRID, 2, 1, False), name="bicubic",
+         dtypes=(torch.float32,)),
+]

@@ -107,3 +107,32 @@ def _register(target, kind: str, nd: int):
 
 for _target, (_kind, _nd) in _TARGETS.items():
     _register(_target, _kind, _nd)
+
+
+# ---------------------------------------------------------------------------------------
+# grid_sampler_2d: IGridSampleLayer (ONNX GridSample semantics, as torch's grid_sample).
+
+_GRID_MODES = {0: MODE.LINEAR, 1: MODE.NEAREST, 2: MODE.CUBIC}
+_GRID_PADDING = {0: trt.SampleMode.FILL, 1: trt.SampleMode.CLAMP, 2: trt.SampleMode.REFLECT}
+
+
+def _grid_validator(node, settings) -> Optional[str]:
+    reason = float_only(node, "grid sample")
+    if reason:
+        return reason
+    args = node_args(node)
+    if args["interpolation_mode"] not in _GRID_MODES or args["padding_mode"] not in \
+            _GRID_PADDING:
+        return "unknown grid sample interpolation or padding mode"
+    return None
+
+
+@converter(aten.grid_sampler_2d.default, validator=_grid_validator, dynamic=True,
+           family="resize")
+def grid_sampler_2d(ctx, input, grid, interpolation_mode, padding_mode, align_corners):
+    grid = helpers.cast(ctx, grid, helpers.dtype_of(input))
+    layer = ctx.net.add_grid_sample(input, grid)
+    layer.interpolation_mode = _GRID_MODES[interpolation_mode]
+    layer.sample_mode = _GRID_PADDING[padding_mode]
+    layer.align_corners = bool(align_corners)
+    return ctx.name_layer(layer, "grid_sample").get_output(0)
