@@ -33,6 +33,15 @@ CASES = [
     Case(aten.upsample_bicubic2d.vec, (T((1, 2, 4, 5)), [8, 7], False, None), name="size"),
     Case(aten.upsample_bicubic2d.vec, (T((1, 2, 4, 4)), None, True, [2.0, 2.0]),
          name="align_corners"),
+    Case(aten.upsample_nearest2d.default, (T((2, 2, 3, 4)), [6, 5]), name="size"),
+    Case(aten.upsample_nearest2d.default, (T((1, 2, 3, 4)), [6, 8], 2.0, 2.0), name="scales"),
+    Case(aten.upsample_nearest2d.default, (T((1, 2, 3, 4)), [5, 8], 1.5, 2.0),
+         name="inexact_scale", dynamic=False, dtypes=(torch.float32,),
+         xfail={torch.float32: FRACTIONAL}),
+    Case(aten.upsample_trilinear3d.default, (T((1, 2, 2, 3, 3)), [3, 5, 4], False),
+         name="size"),
+    Case(aten.upsample_trilinear3d.default, (T((1, 2, 2, 3, 3)), [4, 6, 6], True),
+         name="align_corners"),
 ]
 
 GRID = T((2, 5, 6, 2), low=-1.2, high=1.2)  # some samples fall outside [-1, 1]

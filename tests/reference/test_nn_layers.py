@@ -170,3 +170,25 @@ def test_resize_cubic_keys_kernel():
 def test_parametric_relu():
     out = run("PARAMETRIC_RELU", [f32([-2, 3, 0]), f32([0.5, 0.5, 0.5])])
     assert torch.equal(out, f32([-1, 3, 0]))
+
+
+def grid_sample(grid, mode="LINEAR", align=True, sample="FILL"):
+    x = f32([[[[1, 2], [3, 4]]]])
+    out = run("GRID_SAMPLE", [x, f32(grid).reshape(1, 1, -1, 2)], interpolation_mode=mode,
+              align_corners=align, sample_mode=sample)
+    return out.flatten()
+
+
+@pytest.mark.parametrize("kw,grid,expected", [
+    # align corners: (x, y) = (-1, -1) is pixel (0, 0), (1, -1) pixel column 1 of row 0,
+    # (0, 0) the centre: the mean of all four
+    ({}, [[-1, -1], [1, -1], [0, 0]], [1, 2, 2.5]),
+    # without align corners -1 is the outer edge, half a pixel before pixel 0: bilinear
+    # weight 1/4 on pixel (0, 0) and zeros outside (FILL), or the border value (CLAMP)
+    ({"align": False}, [[-1, -1]], [0.25]),
+    ({"align": False, "sample": "CLAMP"}, [[-1, -1]], [1]),
+    # nearest: (0.1, 0.1) -> pixel coordinates (0.55, 0.55) -> rounded to (1, 1)
+    ({"mode": "NEAREST"}, [[0.1, 0.1]], [4]),
+])
+def test_grid_sample(kw, grid, expected):
+    assert torch.allclose(grid_sample(grid, **kw), f32(expected))

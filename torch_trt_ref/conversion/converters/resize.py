@@ -1,5 +1,5 @@
 """Upsampling converters: nearest, nearest-exact, (bi/tri)linear and bicubic
-``aten.upsample_*.vec`` onto IResizeLayer."""
+``aten.upsample_*`` onto IResizeLayer, and ``grid_sampler_2d`` onto IGridSampleLayer."""
 
 from __future__ import annotations
 
@@ -33,6 +33,9 @@ _TARGETS = {
     aten.upsample_bilinear2d.vec: ("linear", 2),
     aten.upsample_trilinear3d.vec: ("linear", 3),
     aten.upsample_bicubic2d.vec: ("cubic", 2),
+    # .default overloads: an output size plus optional per-dim scales_d/h/w
+    aten.upsample_nearest2d.default: ("nearest", 2),
+    aten.upsample_trilinear3d.default: ("linear", 3),
 }
 
 
@@ -56,8 +59,14 @@ def _validator(nd: int):
         x = meta(args["input"])
         if x.dim() != nd + 2:
             return f"resize expects a {nd + 2}-d input"
-        return _scale_reason(x.shape[2:], args.get("scale_factors"),
-                             bool(args.get("align_corners")))
+        align_corners = bool(args.get("align_corners"))
+        scales = [args.get(f"scales_{c}") for c in "dhw"[3 - nd:]]
+        if not align_corners and any(s is not None for s in scales):
+            for n, out, s in zip(x.shape[2:], args["output_size"], scales):
+                if s is not None and (not isinstance(n, int) or n * s != out):
+                    return (f"scale {s} does not map {n} to {out} exactly: torch maps "
+                            "coordinates with 1/scale, TensorRT with in/out")
+        return _scale_reason(x.shape[2:], args.get("scale_factors"), align_corners)
 
     return validate
 
@@ -86,7 +95,8 @@ def _configure(layer, kind: str, align_corners: bool) -> None:
 
 def _register(target, kind: str, nd: int):
     @converter(target, validator=_validator(nd), dynamic=True, family="resize")
-    def upsample(ctx, input, output_size=None, scale_factors=None, align_corners=False):
+    def upsample(ctx, input, output_size=None, scale_factors=None, align_corners=False,
+                 **scales):  # scales_d/h/w of .default overloads: checked by the validator
         rank = len(input.shape)
         dims = None
         if output_size is not None:
