@@ -137,7 +137,8 @@ def find_atomic_groups(gm: GraphModule | Graph, patterns: list[AtomicPattern] | 
 
 
 # ---------------------------------------------------------------------------------------
-# Built-in patterns (seed 002): Conv -> BatchNorm -> act, Conv -> act, Mul -> Add, Mul -> Mul.
+# Built-in patterns (seed 002): Conv -> BatchNorm -> act, Conv -> act, Mul -> Add, Mul -> Mul,
+# where act is SiLU (also in its decomposed form x * sigmoid(x)), GELU, ReLU or Sigmoid.
 
 ACTIVATIONS = (aten.silu.default, aten.gelu.default, aten.relu.default, aten.sigmoid.default)
 
@@ -164,6 +165,23 @@ class ConvActivation(torch.nn.Module):
                                                         [0], 1))
 
 
+class ConvBatchNormSiLUDecomposed(torch.nn.Module):
+    """SiLU after lowering: core ATen decomposes silu(y) into mul(y, sigmoid(y))."""
+
+    def forward(self, x, weight, bias, bn_weight, bn_bias, mean, var):
+        y = aten.convolution.default(x, weight, bias, [1], [0], [1], False, [0], 1)
+        y = aten._native_batch_norm_legit_no_training.default(y, bn_weight, bn_bias, mean,
+                                                              var, 0.1, 1e-5)
+        y = operator.getitem(y, 0)
+        return aten.mul.Tensor(y, aten.sigmoid.default(y))
+
+
+class ConvSiLUDecomposed(torch.nn.Module):
+    def forward(self, x, weight, bias):
+        y = aten.convolution.default(x, weight, bias, [1], [0], [1], False, [0], 1)
+        return aten.mul.Tensor(y, aten.sigmoid.default(y))
+
+
 class MulAdd(torch.nn.Module):
     def forward(self, a, b, c):
         return aten.add.Tensor(aten.mul.Tensor(a, b), c)
@@ -178,5 +196,7 @@ for _act in ACTIVATIONS:
     register_atomic_subgraph(init_args=(_act,))(ConvBatchNormActivation)
 for _act in ACTIVATIONS:
     register_atomic_subgraph(init_args=(_act,))(ConvActivation)
+register_atomic_subgraph()(ConvBatchNormSiLUDecomposed)
+register_atomic_subgraph()(ConvSiLUDecomposed)
 register_atomic_subgraph()(MulAdd)
 register_atomic_subgraph()(MulMul)
