@@ -37,6 +37,9 @@ CASES = [
           xfail={torch.float32: "TensorRT-RTX rejects deconvolution both strided and dilated"}),
     _conv(T((2, 4, 7)), W((4, 2, 3)), W((2,)), [2], [1], [1], transposed=True,
           name="transposed_1d", xfail={BF16: NO_BF16_DECONV}),
-    _conv(T((1, 3, 6, 6)), T((4, 3, 3, 3), dynamic=()), None, [1, 1], [0, 0], [1, 1],
-          name="weight_input"),
+    _conv(T((1, 3, 6, 6)), T((4, 3, 3, 3), dynamic=()), T((4,), dynamic=()), [1, 1], [0, 0],
+          [1, 1], name="weight_input"),
+    _conv(T((1, 4, 5)), T((4, 3, 3), dynamic=()), T((3,), dynamic=()), [2], [1], [1],
+          transposed=True, output_padding=[1], name="transposed_weight_input",
+          xfail={BF16: NO_BF16_DECONV}),
 ]

@@ -35,29 +35,21 @@ def _conv_validator(node, settings) -> Optional[str]:
             return "TensorRT-RTX does not support a deconvolution both strided and dilated"
         if any(op > p for op, p in zip(args["output_padding"], args["padding"])):
             return "transposed convolution with output_padding > padding is not supported"
-        if not isinstance(args["weight"], torch.fx.Node) or args["weight"].op != "get_attr":
-            return "transposed convolution needs a constant weight"
     return None
 
 
-def _kernel_and_bias(ctx, weight, bias, dtype, nd):
-    """trt.Weights for constant weight/bias (recorded for refit), plus ITensor inputs for
-    the non-constant ones (None when constant)."""
-    kernel, kernel_src, bias_w, bias_src = trt.Weights(), None, trt.Weights(), None
-    kernel_in = bias_in = None
-    if isinstance(weight, torch.Tensor):
-        kernel, stored, param = ctx.weights(weight, dtype)
-        kernel_src = (stored, param)
-    else:
-        kernel_in = helpers.cast(ctx, weight, dtype)
-        if nd == 1:
-            kernel_in = helpers.reshape(ctx, kernel_in, list(weight.shape) + [1])
-    if isinstance(bias, torch.Tensor):
-        bias_w, stored, param = ctx.weights(bias, dtype)
-        bias_src = (stored, param)
-    elif bias is not None:
-        bias_in = helpers.cast(ctx, bias, dtype)
-    return kernel, kernel_src, kernel_in, bias_w, bias_src, bias_in
+def _operand(ctx, value, dtype, shape=None):
+    """A constant weight as (trt.Weights, (stored tensor, parameter), None), or a
+    non-constant one as (empty Weights, None, ITensor reshaped to ``shape``)."""
+    if value is None:
+        return trt.Weights(), None, None
+    if isinstance(value, torch.Tensor):
+        weights, stored, param = ctx.weights(value, dtype)
+        return weights, (stored, param), None
+    tensor = helpers.cast(ctx, value, dtype)
+    if shape is not None and list(shape) != list(value.shape):
+        tensor = helpers.reshape(ctx, tensor, shape)
+    return trt.Weights(), None, tensor
 
 
 @converter(aten.convolution.default, validator=_conv_validator, dynamic=True)
@@ -75,8 +67,8 @@ def convolution(ctx, input, weight, bias, stride, padding, dilation, transposed,
         ksize, stride, padding, dilation = ksize + [1], stride + [1], padding + [0], \
             dilation + [1]
         output_padding = list(output_padding) + [0]
-    kernel, kernel_src, kernel_in, bias_w, bias_src, bias_in = _kernel_and_bias(
-        ctx, weight, bias, dtype, nd)
+    kernel, kernel_src, kernel_in = _operand(ctx, weight, dtype, list(weight.shape[:2]) + ksize)
+    bias_w, bias_src, bias_in = _operand(ctx, bias, dtype)
     if transposed:
         out_maps = weight.shape[1] * groups
         layer = ctx.net.add_deconvolution_nd(x, out_maps, ksize, kernel, bias_w)
