@@ -1,4 +1,4 @@
 """Reference layer functions, one small function per TensorRT layer kind. Importing this
 package registers them all."""
 
-from . import math_ops, nn_extra_ops, nn_ops, tensor_ops  # noqa: F401
+from . import index_ops, math_ops, nn_extra_ops, nn_ops, tensor_ops  # noqa: F401

@@ -103,7 +103,8 @@ def reduce(inputs, op, axes, keep_dims):
     dims = axes_from_mask(axes, x.dim())
     if not dims:
         return (x,)
-    return (_REDUCE[op](x, dims, bool(keep_dims)),)
+    # torch sums and multiplies int32 into int64; TensorRT keeps the input type.
+    return (_REDUCE[op](x, dims, bool(keep_dims)).to(x.dtype),)
 
 
 @reference_layer("SOFTMAX", "ISoftMaxLayer", attrs=("axes",))

@@ -1,0 +1,398 @@
+"""Gather and scatter converters: embedding, index_select, gather, advanced indexing
+(index.Tensor), index_put, scatter/scatter_add/scatter_reduce, slice_scatter, nonzero and
+searchsorted/bucketize. TensorRT gathers take indices in [0, n): negative ones are wrapped
+here where torch allows them."""
+
+from __future__ import annotations
+
+import torch
+
+from ..._trt import IS_RTX, trt
+from .. import dims as D
+from .. import helpers
+from .._trt_ops import EW, RED, UN
+from ..registry import converter
+from .reductions import arange, positions, reduce, select
+
+aten = torch.ops.aten
+INDEX_DTYPES = (torch.int32, torch.int64)
+
+
+def _val(node):
+    return node.meta["val"] if isinstance(node, torch.fx.Node) else node
+
+
+def gather(ctx, data, indices, axis: int, mode=None):
+    layer = ctx.net.add_gather(data, indices, axis)
+    if mode is not None:
+        layer.mode = mode
+    return ctx.name_layer(layer, "gather").get_output(0)
+
+
+def wrap_negative(ctx, index, size: D.Dim):
+    """torch's negative indices count from the end: index + size where index < 0."""
+    if isinstance(index, torch.Tensor):
+        if not helpers.is_tensor(size):
+            return ctx.constant(torch.where(index < 0, index + size, index).long())
+        index = ctx.constant(index.long())
+    index = helpers.cast(ctx, index, torch.int64)
+    negative = helpers.elementwise(ctx, EW.LESS, index, 0)
+    shifted = helpers.elementwise(ctx, EW.SUM, index, D.reshape(ctx, D.as_dim(
+        ctx, size), []) if helpers.is_tensor(size) else size)
+    return select(ctx, negative, shifted, index)
+
+
+@converter(aten.embedding.default, dynamic=True)
+def embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
+    # padding_idx and scale_grad_by_freq only change gradients.
+    return gather(ctx, helpers.itensor(ctx, weight), helpers.itensor(ctx, indices), 0)
+
+
+@converter(aten.index_select.default, dynamic=True)
+def index_select(ctx, input, dim, index):
+    index = helpers.itensor(ctx, index)
+    if len(index.shape) == 0:
+        index = D.reshape(ctx, index, [1])
+    return gather(ctx, input, index, helpers.normalize_dim(dim, len(input.shape)))
+
+
+def _gather_ok(node, settings):
+    if node.args[0].meta["val"].dim() == 0:
+        return "gather of a 0-d tensor is not supported"
+    return None
+
+
+@converter(aten.gather.default, validator=_gather_ok, dynamic=True)
+def gather_elements(ctx, input, dim, index, sparse_grad=False):
+    return gather(ctx, input, helpers.itensor(ctx, index),
+                  helpers.normalize_dim(dim, len(input.shape)), trt.GatherMode.ELEMENT)
+
+
+# ---------------------------------------------------------------------------------------
+# Advanced indexing. x[i0, i1, ...] with index tensors at dims P broadcast to one shape B;
+# the result is B followed by the other dims, except that when P is one run of adjacent
+# dims torch keeps B where that run was. One index is a DEFAULT gather; several are a
+# GatherND over x with the indexed dims moved to the front.
+
+def _index_ok(node, settings):
+    indices = node.args[1]
+    for index in indices:
+        if index is not None and _val(index).dtype not in INDEX_DTYPES:
+            return f"{_val(index).dtype} index tensors (masks) have data-dependent shapes"
+    if not any(i is not None for i in indices):
+        return "no index tensor"
+    return None
+
+
+def broadcast_dims(ctx, shapes: list[list[D.Dim]]) -> list[D.Dim]:
+    """numpy broadcasting of several shapes (dynamic dims: the max, as sizes are 1 or n)."""
+    rank = max(len(s) for s in shapes)
+    out: list[D.Dim] = []
+    for i in range(rank):
+        dim: D.Dim = 1
+        for shape in shapes:
+            d = ([1] * (rank - len(shape)) + list(shape))[i]
+            if not helpers.is_tensor(d) and d == 1:
+                continue
+            dim = d if not helpers.is_tensor(dim) and dim == 1 else D.dim_op(ctx, "max", dim, d)
+        out.append(dim)
+    return out
+
+
+class Indexing:
+    """The layout of an advanced-indexing expression over ``x`` (shared by index and
+    index_put): indexed dims, broadcast index shape, and the order of the result dims."""
+
+    def __init__(self, ctx, x, indices):
+        self.rank = len(x.shape)
+        self.dims = D.dims_of(ctx, x)
+        self.positions = [p for p, i in enumerate(indices) if i is not None]
+        self.rest = [d for d in range(self.rank) if d not in self.positions]
+        wrapped = [wrap_negative(ctx, indices[p], self.dims[p]) for p in self.positions]
+        self.batch = broadcast_dims(ctx, [D.dims_of(ctx, i) for i in wrapped])
+        self.indices = [D.broadcast_to(ctx, i, self.batch) for i in wrapped]
+        first = self.positions[0]
+        adjacent = self.positions == list(range(first, first + len(self.positions)))
+        self.insert_at = first if adjacent else 0  # where B sits among the rest dims
+
+    def front(self, ctx, x):
+        """``x`` with the indexed dims moved to the front."""
+        order = self.positions + self.rest
+        return x if order == list(range(self.rank)) else helpers.permute(ctx, x, order)
+
+    def stacked(self, ctx):
+        """The index tuples: [*B, k] int64."""
+        parts = [D.reshape(ctx, i, self.batch + [1]) for i in self.indices]
+        if len(parts) == 1:
+            return parts[0]
+        layer = ctx.net.add_concatenation(parts)
+        layer.axis = len(self.batch)
+        return ctx.name_layer(layer, "stack").get_output(0)
+
+    def result_order(self) -> list[int] | None:
+        """Permutation from [B, rest] to torch's result order (None when identical)."""
+        nb, nr, at = len(self.batch), len(self.rest), self.insert_at
+        order = list(range(nb, nb + at)) + list(range(nb)) + list(range(nb + at, nb + nr))
+        return None if order == list(range(nb + nr)) else order
+
+    def result_dims(self) -> list[D.Dim]:
+        rest = [self.dims[d] for d in self.rest]
+        return rest[:self.insert_at] + self.batch + rest[self.insert_at:]
+
+
+@converter(aten.index.Tensor, validator=_index_ok, dynamic=True)
+def index(ctx, input, indices):
+    indices = list(indices)
+    present = [p for p, i in enumerate(indices) if i is not None]
+    if len(present) == 1:  # one index: a DEFAULT gather puts its shape at that dim
+        p = present[0]
+        return gather(ctx, input, wrap_negative(ctx, indices[p], D.dims_of(ctx, input)[p]), p)
+    layout = Indexing(ctx, input, indices)
+    out = gather(ctx, layout.front(ctx, input), layout.stacked(ctx), 0, trt.GatherMode.ND)
+    order = layout.result_order()
+    return helpers.permute(ctx, out, order) if order else out
+
+
+def _index_put_ok(node, settings):
+    indices, values = node.args[1], _val(node.args[2])
+    accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
+    kinds = [_val(i).dtype for i in indices if i is not None]
+    if kinds and all(k == torch.bool for k in kinds) and len(kinds) == 1:
+        if indices[0] is None or accumulate or values.numel() != 1:
+            return "a mask index is supported only as x[mask] = scalar"
+        return None
+    if any(k not in INDEX_DTYPES for k in kinds):
+        return "mixed mask and integer index tensors are not supported"
+    if accumulate and len(kinds) != 1:
+        return "accumulate=True is supported with one index tensor"
+    return None
+
+
+@converter(aten.index_put.default, validator=_index_put_ok, dynamic=True)
+def index_put(ctx, input, indices, values, accumulate=False):
+    indices = list(indices)
+    values = helpers.itensor(ctx, values, helpers.dtype_of(input))
+    if helpers.dtype_of(indices[0]) == torch.bool:  # x[mask] = v is where(mask, v, x)
+        mask = helpers.itensor(ctx, indices[0])
+        mask = D.reshape(ctx, mask, D.dims_of(ctx, mask) + [1] * (len(input.shape) -
+                                                                 len(mask.shape)))
+        return select(ctx, mask, D.reshape(ctx, values, []), input)
+    layout = Indexing(ctx, input, indices)
+    updates = D.broadcast_to(ctx, values, layout.result_dims())
+    order = layout.result_order()
+    if order:  # back to [B, rest]
+        updates = helpers.permute(ctx, updates, [order.index(i) for i in range(len(order))])
+    if accumulate:
+        return _accumulate_put(ctx, input, layout, updates)
+    front = layout.front(ctx, input)
+    layer = ctx.net.add_scatter(front, layout.stacked(ctx), updates, trt.ScatterMode.ND)
+    out = ctx.name_layer(layer, "scatter").get_output(0)
+    perm = layout.positions + layout.rest
+    return helpers.permute(ctx, out, [perm.index(i) for i in range(len(perm))]) \
+        if perm != list(range(layout.rank)) else out
+
+
+def _accumulate_put(ctx, input, layout, updates):
+    """x.index_put_((i,), v, accumulate=True): duplicates add up, so a scatter cannot
+    do it; it is a masked sum over the index positions (B flattened to one dim)."""
+    (p,) = layout.positions
+    rest = [layout.dims[d] for d in layout.rest]
+    flat = D.reshape(ctx, updates, [-1] + rest)  # [m, rest]
+    index = D.reshape(ctx, layout.indices[0], [-1] + [1] * len(rest))
+    total = scatter_reduce_sum(ctx, index, flat, layout.dims[p], 0)  # [n, rest]
+    order = [p] + layout.rest
+    total = helpers.permute(ctx, total, [order.index(i) for i in range(layout.rank)])
+    return helpers.elementwise(ctx, EW.SUM, input, total)
+
+
+# ---------------------------------------------------------------------------------------
+# Scatter along one dim: the replacing kinds map to IScatterLayer ELEMENT; the reducing
+# kinds are masked reductions over a one-hot axis inserted after ``dim``:
+# mask[.., j, i, ..] = (index[.., j, ..] == i), contribution[.., i, ..] = reduce_j.
+
+def _scatter_ok(node, settings):
+    x, index = _val(node.args[0]), _val(node.args[2])
+    if x.dim() == 0:
+        return "scatter into a 0-d tensor is not supported"
+    src = node.args[3] if len(node.args) > 3 else node.kwargs.get("src")
+    if isinstance(src, torch.fx.Node) and tuple(_val(src).shape) != tuple(index.shape):
+        return "src must have the shape of index"
+    return None
+
+
+@converter(aten.scatter.src, validator=_scatter_ok, dynamic=True)
+def scatter_src(ctx, input, dim, index, src):
+    src = helpers.itensor(ctx, src, helpers.dtype_of(input))
+    layer = ctx.net.add_scatter(input, helpers.itensor(ctx, index), src,
+                                trt.ScatterMode.ELEMENT)
+    layer.axis = helpers.normalize_dim(dim, len(input.shape))
+    return ctx.name_layer(layer, "scatter").get_output(0)
+
+
+@converter(aten.scatter.value, validator=_scatter_ok, dynamic=True)
+def scatter_value(ctx, input, dim, index, value):
+    index = helpers.itensor(ctx, index)
+    fill = ctx.constant(torch.full([1] * len(index.shape), value,
+                                   dtype=helpers.dtype_of(input)))
+    return scatter_src(ctx, input, dim, index, D.broadcast_to(ctx, fill, D.dims_of(ctx, index)))
+
+
+def _one_hot_axis(ctx, index, src, n: D.Dim, dim: int):
+    """(mask, src) with a one-hot axis of size n inserted after ``dim``."""
+    index = helpers.unsqueeze(ctx, helpers.cast(ctx, index, torch.int64), dim + 1)
+    rank = len(index.shape)
+    hot = D.reshape(ctx, arange(ctx, n), [1] * (dim + 1) + [n] + [1] * (rank - dim - 2))
+    mask = helpers.elementwise(ctx, EW.EQUAL, index, hot)
+    return mask, helpers.unsqueeze(ctx, src, dim + 1)
+
+
+def scatter_reduce_sum(ctx, index, src, n: D.Dim, dim: int):
+    mask, src = _one_hot_axis(ctx, index, src, n, dim)
+    return reduce(ctx, RED.SUM, select(ctx, mask, src, 0), [dim], False)
+
+
+def _extreme(dtype: torch.dtype, largest: bool):
+    if dtype.is_floating_point:
+        return float("inf") if largest else float("-inf")
+    info = torch.iinfo(dtype)
+    return info.max if largest else info.min
+
+
+# reduce name -> (IReduce op, neutral value for dtype, binary op that folds in self)
+_SCATTER_REDUCE = {
+    "sum": (RED.SUM, lambda t: 0, EW.SUM),
+    "prod": (RED.PROD, lambda t: 1, EW.PROD),
+    "amax": (RED.MAX, lambda t: _extreme(t, False), EW.MAX),
+    "amin": (RED.MIN, lambda t: _extreme(t, True), EW.MIN),
+    "mean": (RED.SUM, lambda t: 0, EW.SUM),
+}
+
+
+def _scatter_reduce_ok(node, settings):
+    reason = _scatter_ok(node, settings)
+    if reason:
+        return reason
+    x, index = _val(node.args[0]), _val(node.args[2])
+    dim = node.args[1] % x.dim()
+    if any(a != b for d, (a, b) in enumerate(zip(x.shape, index.shape)) if d != dim):
+        return "index must match self in every dim but dim"
+    reduce_name = node.args[4] if len(node.args) > 4 else node.kwargs.get("reduce", "sum")
+    if reduce_name == "mean" and not x.dtype.is_floating_point:
+        return "integer scatter mean is not supported"
+    return None
+
+
+def scatter_reduce_impl(ctx, input, dim, index, src, reduce_name, include_self):
+    dim = helpers.normalize_dim(dim, len(input.shape))
+    dtype = helpers.dtype_of(input)
+    op, neutral, fold = _SCATTER_REDUCE[reduce_name]
+    src = helpers.itensor(ctx, src, dtype)
+    n = D.dims_of(ctx, input)[dim]
+    mask, src = _one_hot_axis(ctx, helpers.itensor(ctx, index), src, n, dim)
+    total = reduce(ctx, op, select(ctx, mask, src, neutral(dtype)), [dim], False)
+    count = reduce(ctx, RED.SUM, helpers.cast(ctx, mask, torch.int32), [dim], False)
+    if reduce_name == "mean":
+        if include_self:
+            total = helpers.elementwise(ctx, EW.SUM, total, input)
+            count = helpers.elementwise(ctx, EW.SUM, count, 1)
+        divisor = helpers.elementwise(ctx, EW.MAX, helpers.cast(ctx, count, dtype), 1.0)
+        total = helpers.elementwise(ctx, EW.DIV, total, divisor)
+        if include_self:
+            return total
+    elif include_self:
+        return helpers.elementwise(ctx, fold, input, total)
+    # without self, the elements no index points at keep their value
+    return select(ctx, helpers.elementwise(ctx, EW.GREATER, count, 0), total, input)
+
+
+@converter(aten.scatter_reduce.two, validator=_scatter_reduce_ok, dynamic=True)
+def scatter_reduce(ctx, input, dim, index, src, reduce, include_self=True):
+    return scatter_reduce_impl(ctx, input, dim, index, src, reduce, include_self)
+
+
+@converter(aten.scatter_add.default, validator=_scatter_reduce_ok, dynamic=True)
+def scatter_add(ctx, input, dim, index, src):
+    return scatter_reduce_impl(ctx, input, dim, index, src, "sum", True)
+
+
+@converter(aten.slice_scatter.default, dynamic=True)
+def slice_scatter(ctx, input, src, dim=0, start=None, end=None, step=1):
+    """input with input[.., start:end:step, ..] = src, as an ELEMENT scatter whose index
+    is start + step * i along ``dim``."""
+    rank = len(input.shape)
+    dim = helpers.normalize_dim(dim, rank)
+    size = D.dims_of(ctx, input)[dim]
+    start = 0 if start is None else start
+    if not helpers.is_tensor(start) and start < 0:
+        start = D.dim_op(ctx, "max", D.dim_op(ctx, "add", size, start), 0)
+    src = helpers.itensor(ctx, src, helpers.dtype_of(input))
+    src_dims = D.dims_of(ctx, src)
+    index = positions(ctx, src, dim)
+    if step != 1:
+        index = helpers.elementwise(ctx, EW.PROD, index, step)
+    if helpers.is_tensor(start) or start != 0:
+        offset = D.reshape(ctx, D.as_dim(ctx, start), []) if helpers.is_tensor(start) \
+            else start
+        index = helpers.elementwise(ctx, EW.SUM, index, offset)
+    index = D.broadcast_to(ctx, index, src_dims)
+    layer = ctx.net.add_scatter(input, index, src, trt.ScatterMode.ELEMENT)
+    layer.axis = dim
+    return ctx.name_layer(layer, "slice_scatter").get_output(0)
+
+
+# ---------------------------------------------------------------------------------------
+# Data-dependent shapes and searches.
+
+def _nonzero_ok(node, settings):
+    if IS_RTX:  # the build fails with "NonZero has no runners that implement it"
+        return "the tensorrt_rtx builder has no NonZero implementation"
+    return None
+
+
+@converter(aten.nonzero.default, validator=_nonzero_ok, output_allocator=True, dynamic=True)
+def nonzero(ctx, input):
+    """INonZero gives [rank, count]; torch wants [count, rank]. The count is an unbacked
+    symbol in the graph, which is why the converter must accept symbolic shapes."""
+    layer = ctx.name_layer(ctx.net.add_non_zero(input, trt.int64), "nonzero")
+    return helpers.permute(ctx, layer.get_output(0), [1, 0])
+
+
+def _search_ok(node, settings):
+    if node.kwargs.get("sorter") is not None:
+        return "a sorter permutation is not supported"
+    return None
+
+
+def count_below(ctx, boundaries, values, right: bool, batched: bool, out_int32: bool):
+    """For every value, how many boundaries are < it (right: <= it). That is torch's
+    insertion point in a sorted sequence."""
+    values = helpers.unsqueeze(ctx, values, -1)
+    if batched:  # [..., m] boundaries per row of [..., k] values
+        boundaries = helpers.unsqueeze(ctx, boundaries, -2)
+    if right:
+        hit = helpers.unary(ctx, UN.NOT, helpers.elementwise(ctx, EW.GREATER, boundaries,
+                                                              values))
+    else:
+        hit = helpers.elementwise(ctx, EW.LESS, boundaries, values)
+    counts = reduce(ctx, RED.SUM, helpers.cast(ctx, hit, torch.int32), [len(hit.shape) - 1],
+                    False)
+    return helpers.cast(ctx, counts, torch.int32 if out_int32 else torch.int64)
+
+
+@converter(aten.searchsorted.Tensor, validator=_search_ok, dynamic=True)
+def searchsorted(ctx, sorted_sequence, input, out_int32=False, right=False, side=None,
+                 sorter=None):
+    seq = helpers.itensor(ctx, sorted_sequence)
+    dtype = helpers.result_type(seq, input)
+    right = right or side == "right"
+    return count_below(ctx, helpers.cast(ctx, seq, dtype), helpers.cast(ctx, input, dtype),
+                       right, len(seq.shape) > 1, out_int32)
+
+
+@converter(aten.bucketize.Tensor, dynamic=True)
+def bucketize(ctx, input, boundaries, out_int32=False, right=False):
+    # bucketize(right=False) counts boundaries < x, i.e. searchsorted(side="left").
+    seq = helpers.itensor(ctx, boundaries)
+    dtype = helpers.result_type(seq, input)
+    return count_below(ctx, helpers.cast(ctx, seq, dtype), helpers.cast(ctx, input, dtype),
+                       right, False, out_int32)
