@@ -1,5 +1,5 @@
-"""Conformance cases: slice, select, split, unbind, narrow, flip, repeat, constant pad,
-diagonal, unfold, as_strided (bounds clamping, negative indices, steps, dynamic dims)."""
+"""Conformance cases: slice, select, split, unbind, narrow, flip, repeat, roll, diagonal,
+unfold, as_strided (bounds clamping, negative indices, steps, dynamic dims)."""
 
 import torch
 
@@ -51,11 +51,9 @@ CASES = [
     Case(aten.flip.default, (T((3, 4)), [1]), name="static_dim"),
     Case(aten.repeat.default, (T((2, 3)), [2, 3]), dtypes=ANY),
     Case(aten.repeat.default, (T((2, 3)), [2, 1, 2]), name="new_dims"),
-    Case(aten.constant_pad_nd.default, (T((2, 3, 4)), [1, 2]), dtypes=ANY),
-    Case(aten.constant_pad_nd.default, (T((2, 3, 4)), [1, 0, 2, 1], 1.5), name="value"),
-    Case(aten.constant_pad_nd.default, (T((2, 3, 4)), [-1, 2]), name="crop"),
-    Case(aten.constant_pad_nd.default, (T((2, 3, 4)), [0, 0, 0, 0, 1, 2], -3),
-         name="dynamic_dim", dtypes=ALL),
+    Case(aten.roll.default, (T((3, 4)), [1], [1]), dtypes=ANY),
+    Case(aten.roll.default, (T((3, 4)), [-5, 2], [0, -1]), name="two_dims"),
+    Case(aten.roll.default, (T((3, 4)), [5]), name="flattened"),
     Case(aten.diagonal.default, (T((3, 4), dynamic=()),), dtypes=ANY),
     Case(aten.diagonal.default, (T((3, 4), dynamic=()), 1), name="offset"),
     Case(aten.diagonal.default, (T((3, 4), dynamic=()), -2), name="negative_offset"),

@@ -36,7 +36,12 @@ KEEP = {aten.native_layer_norm.default, aten.gelu.default,
         aten.upsample_nearest1d.vec, aten.upsample_nearest3d.vec,
         aten._upsample_nearest_exact1d.vec, aten._upsample_nearest_exact2d.vec,
         aten._upsample_nearest_exact3d.vec, aten.upsample_linear1d.vec,
-        aten.upsample_trilinear3d.vec, aten.upsample_bicubic2d.vec}
+        aten.upsample_trilinear3d.vec, aten.upsample_bicubic2d.vec,
+        # one ISliceLayer (REFLECT / CLAMP / WRAP sample mode) instead of index gathers
+        aten.reflection_pad1d.default, aten.reflection_pad2d.default,
+        aten.reflection_pad3d.default, aten.replication_pad1d.default,
+        aten.replication_pad2d.default, aten.replication_pad3d.default,
+        aten._pad_circular.default, aten.roll.default}
 
 
 def decomposition_table(settings: CompilationSettings) -> dict:

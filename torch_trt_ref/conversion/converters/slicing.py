@@ -1,6 +1,6 @@
-"""Converters that cut, repeat or pad tensors along dims: slice, select, split, unbind,
-narrow, flip, repeat, constant padding, diagonal, unfold and as_strided. All but the last
-three are ISliceLayers (strides, negative strides, WRAP and FILL modes)."""
+"""Converters that cut or repeat tensors along dims: slice, select, split, unbind, narrow,
+flip, repeat, roll, diagonal, unfold and as_strided. Most are one ISliceLayer (strides,
+negative strides, WRAP mode); unfold and as_strided are gathers."""
 
 from __future__ import annotations
 
@@ -122,24 +122,6 @@ def repeat(ctx, input, repeats):
     return D.slice_nd(ctx, x, [0] * rank, sizes, [1] * rank, mode=trt.SampleMode.WRAP)
 
 
-@converter(aten.constant_pad_nd.default, dynamic=True)
-@D.itensor_input
-def constant_pad_nd(ctx, input, pad, value=0):
-    """A FILL-mode slice starting at -pre: out-of-range reads give ``value``; negative
-    pads crop."""
-    sizes = D.dims_of(ctx, input)
-    rank = len(sizes)
-    start, stride = [0] * rank, [1] * rank
-    for k in range(len(pad) // 2):
-        d = rank - 1 - k
-        pre, post = pad[2 * k], pad[2 * k + 1]
-        start[d] = -pre
-        sizes[d] = D.dim_op(ctx, "add", sizes[d], pre + post)
-    dtype = helpers.dtype_of(input)
-    fill = bool(value) if dtype == torch.bool else value
-    return D.slice_nd(ctx, input, start, sizes, stride, mode=trt.SampleMode.FILL, fill=fill)
-
-
 def _unfold_ok(node, settings):
     val = node.args[0].meta.get("val")
     if val.dim() == 0:
@@ -203,3 +185,21 @@ def as_strided(ctx, input, size, stride, storage_offset=None):
     flat = D.reshape(ctx, input, [-1])
     out = ctx.net.add_gather(flat, ctx.constant(index), 0)
     return ctx.name_layer(out, "as_strided").get_output(0)
+
+
+@converter(aten.roll.default, dynamic=True)
+@D.itensor_input
+def roll(ctx, input, shifts, dims=()):
+    """out[i] = in[(i - shift) mod n]: a WRAP-mode slice starting at -shift."""
+    if not dims:  # roll the flattened tensor
+        flat = roll(ctx, D.reshape(ctx, input, [-1]), shifts, [0])
+        return D.reshape(ctx, flat, D.dims_of(ctx, input))
+    sizes = D.dims_of(ctx, input)
+    rank = len(sizes)
+    start = [0] * rank
+    for shift, dim in zip(shifts, dims):
+        d = helpers.normalize_dim(dim, rank)
+        start[d] = D.dim_op(ctx, "sub", start[d], shift)
+        if not helpers.is_tensor(sizes[d]) and sizes[d] > 0:
+            start[d] %= sizes[d]
+    return D.slice_nd(ctx, input, start, sizes, [1] * rank, mode=trt.SampleMode.WRAP)
