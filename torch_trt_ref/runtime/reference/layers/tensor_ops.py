@@ -82,15 +82,16 @@ def slice_(inputs, start, shape, stride, mode):
     axes = [a % x.dim() for a in axes]
 
     def full(values, static, default):
-        out = list(static) if static is not None else [default] * x.dim()
+        # With an axes input, the axes not listed keep start 0, their full extent, stride 1.
+        out = list(static) if static is not None and extra[4] is None else list(default)
         if values is not None:
             for a, v in zip(axes, values.tolist()):
                 out[a] = int(v)
         return out
 
-    start = full(extra[0], start, 0)
-    size = full(extra[1], shape, 1)
-    step = full(extra[2], stride, 1)
+    start = full(extra[0], start, [0] * x.dim())
+    size = full(extra[1], shape, list(x.shape))
+    step = full(extra[2], stride, [1] * x.dim())
     fill = extra[3]
     for d in range(x.dim()):
         idx, valid = _slice_indices(x.shape[d], start[d], size[d], step[d], mode, x.device)

@@ -1,0 +1,220 @@
+"""Reference data-movement layers (SHUFFLE, SHAPE, CONCATENATION, SLICE, GATHER, SELECT,
+FILL, PADDING, CAST, CONSTANT, IDENTITY) against hand-derived values worked out from
+TensorRT's documented operator semantics."""
+
+import pytest
+import torch
+
+from torch_trt_ref.runtime.reference.registry import REFERENCE_LAYERS
+
+PERM8 = (0, 1, 2, 3, 4, 5, 6, 7)  # TensorRT Permutations always carry 8 entries
+
+
+def run(kind, inputs, **attrs):
+    (out,) = REFERENCE_LAYERS[kind].run(list(inputs), **attrs)
+    return out
+
+
+def i64(values):
+    return torch.tensor(values, dtype=torch.int64)
+
+
+def f32(values):
+    return torch.tensor(values, dtype=torch.float32)
+
+
+def grid(rows, cols):
+    """[[0, 1, ...], [cols, cols + 1, ...], ...] as float32."""
+    return torch.arange(rows * cols, dtype=torch.float32).reshape(rows, cols)
+
+
+# -- CONSTANT / IDENTITY / CAST ---------------------------------------------------------
+
+def test_constant_reshapes_flat_weights():
+    out = run("CONSTANT", [], shape=(2, 2), weights=f32([1.0, 2.0, 3.0, 4.0]))
+    assert torch.equal(out, f32([[1.0, 2.0], [3.0, 4.0]]))
+
+
+def test_identity_returns_input():
+    x = i64([3, -1])
+    assert torch.equal(run("IDENTITY", [x]), x)
+
+
+def test_cast_float_to_int_truncates_toward_zero():
+    out = run("CAST", [f32([1.7, -1.7, 2.5, -0.5])], to_type="INT32")
+    assert out.dtype == torch.int32
+    assert torch.equal(out, torch.tensor([1, -1, 2, 0], dtype=torch.int32))
+
+
+def test_cast_to_bool_is_nonzero():
+    out = run("CAST", [f32([0.0, -0.0, 0.25, -3.0])], to_type="BOOL")
+    assert torch.equal(out, torch.tensor([False, False, True, True]))
+
+
+# -- SHUFFLE / SHAPE / CONCATENATION ----------------------------------------------------
+
+def test_shuffle_transpose_reshape_transpose():
+    x = grid(2, 3)  # [[0, 1, 2], [3, 4, 5]]
+    out = run("SHUFFLE", [x], first_transpose=(1, 0) + PERM8[2:], reshape_dims=(3, 2),
+              second_transpose=(1, 0) + PERM8[2:], zero_is_placeholder=False)
+    # transpose -> [[0, 3], [1, 4], [2, 5]]; reshape (3, 2) is a no-op; transpose back.
+    assert torch.equal(out, f32([[0, 1, 2], [3, 4, 5]]))
+
+
+def test_shuffle_reshape_infers_minus_one():
+    out = run("SHUFFLE", [grid(2, 3)], first_transpose=PERM8, reshape_dims=(-1,),
+              second_transpose=PERM8, zero_is_placeholder=False)
+    assert torch.equal(out, f32([0, 1, 2, 3, 4, 5]))
+
+
+def test_shuffle_zero_is_placeholder_copies_input_dim():
+    x = torch.zeros(2, 3, 4)
+    copied = run("SHUFFLE", [x], first_transpose=PERM8, reshape_dims=(0, -1),
+                 second_transpose=PERM8, zero_is_placeholder=True)
+    assert copied.shape == (2, 12)
+    empty = run("SHUFFLE", [torch.zeros(0, 3)], first_transpose=PERM8, reshape_dims=(0, 5),
+                second_transpose=PERM8, zero_is_placeholder=False)
+    assert empty.shape == (0, 5)
+
+
+def test_shuffle_shape_tensor_input_overrides_reshape_dims():
+    out = run("SHUFFLE", [grid(2, 3), i64([3, 2])], first_transpose=PERM8,
+              reshape_dims=None, second_transpose=PERM8, zero_is_placeholder=False)
+    assert torch.equal(out, f32([[0, 1], [2, 3], [4, 5]]))
+
+
+def test_shape_is_int64_vector():
+    out = run("SHAPE", [torch.zeros(2, 0, 5)])
+    assert out.dtype == torch.int64 and torch.equal(out, i64([2, 0, 5]))
+
+
+def test_concatenation_along_axis():
+    out = run("CONCATENATION", [f32([[1.0], [2.0]]), f32([[3.0, 4.0], [5.0, 6.0]])], axis=1)
+    assert torch.equal(out, f32([[1, 3, 4], [2, 5, 6]]))
+
+
+# -- SLICE ------------------------------------------------------------------------------
+
+def slice_(x, start, shape, stride, mode="STRICT_BOUNDS", extra=()):
+    return run("SLICE", [x, *extra], start=start, shape=shape, stride=stride, mode=mode)
+
+
+def test_slice_static_strided():
+    out = slice_(grid(3, 4), (1, 0), (2, 2), (1, 2))
+    assert torch.equal(out, f32([[4, 6], [8, 10]]))
+
+
+def test_slice_negative_stride_reverses():
+    out = slice_(f32([0, 1, 2, 3]), (3,), (4,), (-1,))
+    assert torch.equal(out, f32([3, 2, 1, 0]))
+
+
+def test_slice_zero_stride_broadcasts():
+    out = slice_(f32([[7.0, 8.0]]), (0, 0), (3, 2), (0, 1))
+    assert torch.equal(out, f32([[7, 8], [7, 8], [7, 8]]))
+
+
+def test_slice_strict_bounds_rejects_out_of_range():
+    with pytest.raises(IndexError):
+        slice_(f32([0, 1, 2]), (1,), (3,), (1,))
+
+
+@pytest.mark.parametrize("mode,expected", [
+    # x = [10, 11, 12]; coordinates -2 .. 4
+    ("WRAP", [11, 12, 10, 11, 12, 10, 11]),     # x[c mod 3]
+    ("CLAMP", [10, 10, 10, 11, 12, 12, 12]),    # x[clamp(c, 0, 2)]
+    ("REFLECT", [12, 11, 10, 11, 12, 11, 10]),  # c' = |c| mod 4; 4 - c' when c' >= 3
+])
+def test_slice_sample_modes(mode, expected):
+    out = slice_(f32([10, 11, 12]), (-2,), (7,), (1,), mode=mode)
+    assert torch.equal(out, f32(expected))
+
+
+def test_slice_reflect_single_element_repeats():
+    out = slice_(f32([5.0]), (-2,), (4,), (1,), mode="REFLECT")
+    assert torch.equal(out, f32([5, 5, 5, 5]))
+
+
+def test_slice_fill_uses_fill_value_input():
+    fill = f32(-1.0)
+    out = slice_(f32([[1, 2], [3, 4]]), (-1, 0), (3, 3), (1, 1), mode="FILL",
+                 extra=(None, None, None, fill))
+    assert torch.equal(out, f32([[-1, -1, -1], [1, 2, -1], [3, 4, -1]]))
+
+
+def test_slice_fill_defaults_to_zero():
+    out = slice_(f32([1, 2]), (-1,), (4,), (1,), mode="FILL")
+    assert torch.equal(out, f32([0, 1, 2, 0]))
+
+
+def test_slice_dynamic_start_size_stride_inputs():
+    out = slice_(grid(3, 4), (0, 0), (1, 1), (1, 1),
+                 extra=(i64([2, 3]), i64([2, 2]), i64([-1, -2])))
+    # rows 2, 1; cols 3, 1
+    assert torch.equal(out, f32([[11, 9], [7, 5]]))
+
+
+def test_slice_axes_input_selects_dims():
+    out = slice_(grid(3, 4), None, None, None,
+                 extra=(i64([1]), i64([2]), i64([2]), None, i64([-1])))
+    # only the last axis is sliced: cols 1, 3 of every row
+    assert torch.equal(out, f32([[1, 3], [5, 7], [9, 11]]))
+
+
+# -- GATHER (DEFAULT) / SELECT ----------------------------------------------------------
+
+def gather(data, indices, axis):
+    return run("GATHER", [data, indices], axis=axis, mode="DEFAULT", num_elementwise_dims=0)
+
+
+def test_gather_default_axis1_with_matrix_indices():
+    out = gather(grid(2, 3), i64([[2, 0], [1, 1]]), 1)
+    # out[i, j, k] = x[i, idx[j, k]]
+    assert out.shape == (2, 2, 2)
+    assert torch.equal(out, f32([[[2, 0], [1, 1]], [[5, 3], [4, 4]]]))
+
+
+def test_gather_scalar_index_removes_axis():
+    out = gather(grid(2, 3), i64(1), 0)
+    assert torch.equal(out, f32([3, 4, 5]))
+
+
+@pytest.mark.parametrize("index", [3, -1])
+def test_gather_index_outside_0_to_n_is_an_error(index):
+    # TensorRT documents 0 <= I < input_dimensions[axis]; it does not wrap negatives.
+    with pytest.raises(IndexError):
+        gather(grid(2, 3), i64([index]), 1)
+
+
+def test_select_broadcasts_condition():
+    cond = torch.tensor([[True], [False]])
+    out = run("SELECT", [cond, f32([[1, 2]]), f32([[5, 6], [7, 8]])])
+    assert torch.equal(out, f32([[1, 2], [7, 8]]))
+
+
+# -- FILL / PADDING ---------------------------------------------------------------------
+
+def test_fill_linspace_static():
+    out = run("FILL", [], shape=(4,), operation="LINSPACE", alpha=3.0, beta=-2.0,
+              to_type="INT64")
+    assert out.dtype == torch.int64 and torch.equal(out, i64([3, 1, -1, -3]))
+
+
+def test_fill_linspace_dynamic_inputs_per_dim_delta():
+    # out[i, j] = alpha + i * delta0 + j * delta1 (the documented 2-D example)
+    out = run("FILL", [i64([2, 3]), f32(0.0), f32([3.0, 1.0])], shape=(1, 1),
+              operation="LINSPACE", alpha=0.0, beta=1.0, to_type="FLOAT")
+    assert torch.equal(out, f32([[0, 1, 2], [3, 4, 5]]))
+
+
+def test_fill_linspace_dynamic_shape_static_alpha_beta():
+    out = run("FILL", [i64([3])], shape=(1,), operation="LINSPACE", alpha=0.5, beta=0.25,
+              to_type="FLOAT")
+    assert torch.equal(out, f32([0.5, 0.75, 1.0]))
+
+
+def test_padding_pads_innermost_dims_and_crops_negative():
+    x = f32([[[1, 2, 3], [4, 5, 6]]])  # (1, 2, 3)
+    out = run("PADDING", [x], pre_padding_nd=(1, -1), post_padding_nd=(0, 1))
+    # rows: one zero row before; cols: drop the first, one zero after
+    assert torch.equal(out, f32([[[0, 0, 0], [2, 3, 0], [5, 6, 0]]]))
