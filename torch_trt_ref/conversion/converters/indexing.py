@@ -64,6 +64,7 @@ def _gather_ok(node, settings):
 
 @converter(aten.gather.default, validator=_gather_ok, dynamic=True)
 def gather_elements(ctx, input, dim, index, sparse_grad=False):
+    input = helpers.itensor(ctx, input)  # a buffer (BERT's token_type_ids) is a constant
     return gather(ctx, input, helpers.itensor(ctx, index),
                   helpers.normalize_dim(dim, len(input.shape)), trt.GatherMode.ELEMENT)
 
