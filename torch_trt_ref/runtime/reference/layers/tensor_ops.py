@@ -107,15 +107,22 @@ def slice_(inputs, start, shape, stride, mode):
     return (x,)
 
 
-# Note [Gather indices]: TensorRT gathers accept negative indices counting from the end
-# of the axis, like torch; out-of-range indices are an error here (undefined in TensorRT).
+def _check_gather_range(indices, size: int) -> None:
+    if indices.numel() and (bool((indices < 0).any()) or bool((indices >= size).any())):
+        raise IndexError(f"gather index out of range [0, {size})")
+
+
+# Note [Gather indices]: TensorRT documents gather indices in [0, n) for every mode (it does
+# not wrap negative ones as torch does); any index outside that range is an error here.
 @reference_layer("GATHER", "IGatherLayer", attrs=("axis", "mode", "num_elementwise_dims"))
 def gather(inputs, axis, mode, num_elementwise_dims):
     data, indices = inputs[0], inputs[1].long()
     if mode == "ELEMENT":
-        indices = torch.where(indices < 0, indices + data.shape[axis], indices)
+        _check_gather_range(indices, data.shape[axis])
         return (torch.gather(data, axis, indices),)
     if mode == "ND":
+        for d in range(indices.shape[-1]):
+            _check_gather_range(indices[..., d], data.shape[num_elementwise_dims + d])
         nb = num_elementwise_dims
         batch = data.shape[:nb]
         k = indices.shape[-1]
@@ -130,10 +137,8 @@ def gather(inputs, axis, mode, num_elementwise_dims):
     if num_elementwise_dims:
         raise NotImplementedError("DEFAULT gather with elementwise dims")
     size = data.shape[axis]
-    if indices.numel() and (bool((indices >= size).any()) or bool((indices < -size).any())):
-        raise IndexError(f"gather index out of range for axis {axis} of size {size}")
-    idx = torch.where(indices < 0, indices + size, indices)
-    out = data.index_select(axis, idx.reshape(-1))
+    _check_gather_range(indices, size)
+    out = data.index_select(axis, indices.reshape(-1))
     return (out.reshape(data.shape[:axis] + indices.shape + data.shape[axis + 1:]),)
 
 

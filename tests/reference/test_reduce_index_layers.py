@@ -1,0 +1,144 @@
+"""Reference REDUCE, SOFTMAX, TOPK, CUMULATIVE, GATHER, SCATTER and NON_ZERO layers against
+hand-derived values (each expectation was worked out by hand from TensorRT's documented
+semantics, in the comment beside it)."""
+
+import math
+
+import pytest
+import torch
+
+from torch_trt_ref.runtime.reference.registry import REFERENCE_LAYERS
+
+
+def run(kind, inputs, **attrs):
+    return REFERENCE_LAYERS[kind].run(list(inputs), **attrs)
+
+
+def t(values, dtype=torch.float32):
+    return torch.tensor(values, dtype=dtype)
+
+
+X = t([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
+
+
+@pytest.mark.parametrize("op,axes,keep,expected", [
+    ("SUM", 0b10, False, [2.0, 3.0]),            # 1-2+3, 4+5-6
+    ("SUM", 0b01, True, [[5.0, 3.0, -3.0]]),     # column sums, rank kept
+    ("PROD", 0b10, False, [-6.0, -120.0]),       # 1*-2*3, 4*5*-6
+    ("MAX", 0b11, False, 5.0),                   # over everything
+    ("MIN", 0b10, True, [[-2.0], [-6.0]]),
+    ("AVG", 0b10, False, [2.0 / 3.0, 1.0]),      # 2/3, 3/3
+])
+def test_reduce(op, axes, keep, expected):
+    (out,) = run("REDUCE", [X], op=op, axes=axes, keep_dims=keep)
+    torch.testing.assert_close(out, t(expected))
+
+
+def test_reduce_keeps_integer_type():
+    # TensorRT's SUM of int32 is int32 (torch alone would widen to int64): 7+8 = 15.
+    (out,) = run("REDUCE", [t([[7, 8]], torch.int32)], op="SUM", axes=0b10, keep_dims=False)
+    assert out.dtype == torch.int32 and out.tolist() == [15]
+
+
+def test_softmax_axis():
+    # exp(0)/(exp(0)+exp(ln 3)) = 1/4 and 3/4 along the last axis.
+    (out,) = run("SOFTMAX", [t([[0.0, math.log(3.0)]])], axes=0b10)
+    torch.testing.assert_close(out, t([[0.25, 0.75]]))
+
+
+def test_topk_values_and_int64_indices():
+    # largest two of [3, 9, 1, 7] are 9 (at 1) and 7 (at 3), in that order.
+    values, indices = run("TOPK", [t([[3.0, 9.0, 1.0, 7.0]])], op="MAX", k=2, axes=0b10,
+                          indices_type="INT64")
+    assert values.tolist() == [[9.0, 7.0]] and indices.tolist() == [[1, 3]]
+    assert indices.dtype == torch.int64
+
+
+def test_topk_min_with_runtime_k_defaults_to_int32_indices():
+    # input 1 overrides k = 1 with 3: smallest three are 1 (2), 3 (0), 7 (3).
+    values, indices = run("TOPK", [t([[3.0, 9.0, 1.0, 7.0]]), t(3, torch.int32)], op="MIN",
+                          k=1, axes=0b10, indices_type=None)
+    assert values.tolist() == [[1.0, 3.0, 7.0]] and indices.tolist() == [[2, 0, 3]]
+    assert indices.dtype == torch.int32
+
+
+@pytest.mark.parametrize("exclusive,reverse,expected", [
+    (False, False, [1, 3, 6, 10]),   # prefix sums of [1, 2, 3, 4]
+    (True, False, [0, 1, 3, 6]),     # sums of elements strictly before
+    (False, True, [10, 9, 7, 4]),    # suffix sums
+    (True, True, [9, 7, 4, 0]),      # sums of elements strictly after
+])
+def test_cumulative(exclusive, reverse, expected):
+    (out,) = run("CUMULATIVE", [t([1, 2, 3, 4], torch.int32), t(0, torch.int32)], op="SUM",
+                 exclusive=exclusive, reverse=reverse)
+    assert out.dtype == torch.int32 and out.tolist() == expected
+
+
+DATA = t([[10.0, 11.0, 12.0], [20.0, 21.0, 22.0]])
+
+
+def test_gather_default():
+    # axis 1, indices [[2, 0]]: output [2, 1, 2] = rows with columns 2 then 0.
+    (out,) = run("GATHER", [DATA, t([[2, 0]], torch.int64)], axis=1, mode="DEFAULT",
+                 num_elementwise_dims=0)
+    assert out.tolist() == [[[12.0, 10.0]], [[22.0, 20.0]]]
+
+
+def test_gather_element():
+    # out[i][j] = data[i][idx[i][j]]: row 0 takes cols 1, 1; row 1 takes cols 0, 2.
+    (out,) = run("GATHER", [DATA, t([[1, 1], [0, 2]], torch.int32)], axis=1, mode="ELEMENT",
+                 num_elementwise_dims=0)
+    assert out.tolist() == [[11.0, 11.0], [20.0, 22.0]]
+
+
+def test_gather_nd():
+    # index tuples (1, 2) and (0, 0) pick 22 and 10.
+    (out,) = run("GATHER", [DATA, t([[1, 2], [0, 0]], torch.int64)], axis=0, mode="ND",
+                 num_elementwise_dims=0)
+    assert out.tolist() == [22.0, 10.0]
+
+
+@pytest.mark.parametrize("mode,index", [("DEFAULT", [-1]), ("ELEMENT", [[0, 3, 0]]),
+                                        ("ND", [[0, -1]])])
+def test_gather_rejects_indices_outside_zero_to_n(mode, index):
+    with pytest.raises(IndexError):
+        run("GATHER", [DATA, t(index, torch.int64)], axis=1 if mode != "ND" else 0,
+            mode=mode, num_elementwise_dims=0)
+
+
+def test_scatter_element():
+    # axis 1: out[i][idx[i][j]] = upd[i][j]; row 0 writes 1 to col 2, row 1 writes 2 to col 0.
+    (out,) = run("SCATTER", [torch.zeros(2, 3), t([[2], [0]], torch.int64), t([[1.0], [2.0]])],
+                 mode="ELEMENT", axis=1)
+    assert out.tolist() == [[0.0, 0.0, 1.0], [2.0, 0.0, 0.0]]
+
+
+def test_scatter_nd_slices():
+    # index tuple (1,) replaces row 1 of a [2, 3] tensor with the update row.
+    (out,) = run("SCATTER", [torch.zeros(2, 3), t([[1]], torch.int32), t([[7.0, 8.0, 9.0]])],
+                 mode="ND", axis=0)
+    assert out.tolist() == [[0.0, 0.0, 0.0], [7.0, 8.0, 9.0]]
+
+
+def test_scatter_nd_elements():
+    # full index tuples (0, 2) and (1, 0) write single elements 5 and 6.
+    (out,) = run("SCATTER", [torch.zeros(2, 3), t([[0, 2], [1, 0]], torch.int64), t([5.0, 6.0])],
+                 mode="ND", axis=0)
+    assert out.tolist() == [[0.0, 0.0, 5.0], [6.0, 0.0, 0.0]]
+
+
+def test_scatter_rejects_negative_indices():
+    with pytest.raises(IndexError):
+        run("SCATTER", [torch.zeros(2, 3), t([[-1], [0]], torch.int64), t([[1.0], [2.0]])],
+            mode="ELEMENT", axis=1)
+
+
+def test_non_zero():
+    # non-zeros of [[0, 3], [-1, 0]] sit at (0, 1) and (1, 0): columns of a [rank, count] matrix.
+    (out,) = run("NON_ZERO", [t([[0.0, 3.0], [-1.0, 0.0]])], indices_type="INT64")
+    assert out.dtype == torch.int64 and out.tolist() == [[0, 1], [1, 0]]
+
+
+def test_non_zero_bool_default_int32_and_empty():
+    (out,) = run("NON_ZERO", [t([False, False], torch.bool)], indices_type=None)
+    assert out.dtype == torch.int32 and tuple(out.shape) == (1, 0)
