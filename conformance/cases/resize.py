@@ -57,4 +57,10 @@ CASES += [
          dtypes=(torch.float32,)),
     Case(grid_sampler, (T((2, 3, 4, 5)), GRID, 2, 1, False), name="bicubic",
          dtypes=(torch.float32,)),
+    Case(aten.grid_sampler_3d.default, (T((2, 2, 3, 4, 5)), T((2, 2, 3, 4, 3), low=-1.2,
+                                                             high=1.2), 0, 0, False),
+         name="trilinear_zeros"),
+    Case(aten.grid_sampler_3d.default, (T((1, 2, 3, 4, 5)), T((1, 2, 3, 4, 3), low=-1.2,
+                                                             high=1.2), 1, 1, True),
+         name="nearest_border", dtypes=(torch.float32,)),
 ]

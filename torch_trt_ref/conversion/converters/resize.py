@@ -1,5 +1,5 @@
 """Upsampling converters: nearest, nearest-exact, (bi/tri)linear and bicubic
-``aten.upsample_*`` onto IResizeLayer, and ``grid_sampler_2d`` onto IGridSampleLayer."""
+``aten.upsample_*`` onto IResizeLayer, and ``grid_sampler_2d/3d`` onto IGridSampleLayer."""
 
 from __future__ import annotations
 
@@ -120,7 +120,7 @@ for _target, (_kind, _nd) in _TARGETS.items():
 
 
 # ---------------------------------------------------------------------------------------
-# grid_sampler_2d: IGridSampleLayer (ONNX GridSample semantics, as torch's grid_sample).
+# grid_sampler_2d/3d: IGridSampleLayer (ONNX GridSample semantics, as torch's grid_sample).
 
 _GRID_MODES = {0: MODE.LINEAR, 1: MODE.NEAREST, 2: MODE.CUBIC}
 _GRID_PADDING = {0: trt.SampleMode.FILL, 1: trt.SampleMode.CLAMP, 2: trt.SampleMode.REFLECT}
@@ -137,9 +137,10 @@ def _grid_validator(node, settings) -> Optional[str]:
     return None
 
 
-@converter(aten.grid_sampler_2d.default, validator=_grid_validator, dynamic=True,
-           family="resize")
-def grid_sampler_2d(ctx, input, grid, interpolation_mode, padding_mode, align_corners):
+@converter(aten.grid_sampler_2d.default, aten.grid_sampler_3d.default,
+           validator=_grid_validator, dynamic=True, family="resize")
+def grid_sampler(ctx, input, grid, interpolation_mode, padding_mode, align_corners):
+    """(N, C, *spatial) sampled at grid (N, *out, nd) of normalized (x, y[, z])."""
     grid = helpers.cast(ctx, grid, helpers.dtype_of(input))
     layer = ctx.net.add_grid_sample(input, grid)
     layer.interpolation_mode = _GRID_MODES[interpolation_mode]

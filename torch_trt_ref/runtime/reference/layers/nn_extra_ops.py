@@ -13,7 +13,7 @@ _PADDING = {"FILL": "zeros", "CLAMP": "border", "REFLECT": "reflection"}
 @reference_layer("GRID_SAMPLE", "IGridSampleLayer",
                  attrs=("interpolation_mode", "align_corners", "sample_mode"))
 def grid_sample(inputs, interpolation_mode, align_corners, sample_mode):
-    """ONNX GridSample on (N, C, H, W) with grid (N, H_out, W_out, 2) of normalized (x, y):
+    """ONNX GridSample on (N, C, *spatial) with grid (N, *out, nd) of normalized (x, y[, z]):
     FILL samples zeros outside, CLAMP the border, REFLECT mirrors; NEAREST rounds half to
     even and CUBIC uses A = -0.75, as torch's grid_sample does."""
     x, grid = inputs
