@@ -123,3 +123,16 @@ def cat(ctx, tensors, dim=0):
 
 def _numel_zero(t) -> bool:
     return any(d == 0 for d in t.shape)
+
+
+@converter(aten.native_channel_shuffle.default)
+@D.itensor_input
+def channel_shuffle(ctx, input, groups):
+    """(N, C, *rest) -> (N, g, C/g, *rest) -> swap the two group dims -> (N, C, *rest)."""
+    sizes = D.dims_of(ctx, input)
+    channels = sizes[1]
+    if helpers.is_tensor(channels):
+        raise ValueError("channel_shuffle needs a static channel dim")
+    grouped = D.reshape(ctx, input, [sizes[0], groups, channels // groups] + sizes[2:])
+    order = [0, 2, 1] + list(range(3, len(sizes) + 1))
+    return D.reshape(ctx, helpers.permute(ctx, grouped, order), sizes)

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import torch
 
+from ..._trt import trt
 from .. import dims as D
 from .. import helpers
-from ..._trt import trt
 from ..registry import converter
 
 aten = torch.ops.aten
