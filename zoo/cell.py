@@ -7,6 +7,7 @@ import argparse
 import gc
 import json
 import os
+import resource
 import sys
 import time
 import traceback
@@ -15,12 +16,12 @@ from typing import Any
 import torch
 
 import torch_trt_ref
-from torch_trt_ref.memory import PeakRSS
 from torch_trt_ref.settings import ENGINE_MEMORY_MULTIPLIER, PRECISION_DTYPES
 
 from . import measure
 from .matrix import Cell
 from .registry import get
+from .rss import PhaseRSS
 from .schema import SCHEMA_VERSION, environment
 
 
@@ -91,18 +92,20 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
         stage = "eager"
         with torch.no_grad():
             reference = model(*args, **kwargs)
-        record["eager_latency"] = measure.latency(lambda: model(*args, **kwargs), 1, runs,
-                                                  max_seconds / 2)
+        # the reference call above was the warm-up; eager timing is context, keep it short
+        record["eager_latency"] = measure.latency(lambda: model(*args, **kwargs), 0,
+                                                  min(runs, 5), max_seconds / 4)
         stage = "compile"
         settings = settings_for(cell, weight_bytes)
         compile_args, compile_kwargs = (entry.dynamic if cell.dynamic and entry.dynamic
                                         else (args, kwargs))
         gc.collect()
-        with PeakRSS() as rss:
+        with PhaseRSS() as rss:
             compiled = torch_trt_ref.compile(model, compile_args, compile_kwargs, **settings)
-        record["memory"] = {"peak_rss_bytes": rss.above_baseline, "baseline_rss_bytes":
-                            rss.baseline, "weight_bytes": weight_bytes}
         record.update(_compile_metrics(compiled, compiled.compile_report, weight_bytes))
+        record["memory"] = {"peak_rss_bytes": rss.above_baseline, "baseline_rss_bytes":
+                            rss.baseline, "weight_bytes": weight_bytes,
+                            "peak_by_phase": rss.peak_by_phase(record["phases"])}
         if cell.resource_partitioning:
             record["engines"]["engine_memory_budget"] = settings["cpu_memory_budget"] // (
                 ENGINE_MEMORY_MULTIPLIER)
@@ -137,6 +140,8 @@ def run_to_file(cell_json: dict, out: str, measure: dict, log: str | None = None
     start = time.perf_counter()
     record = run_cell(Cell.from_json(cell_json), **measure)
     record["cell_seconds"] = time.perf_counter() - start
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    record["cpu_seconds"] = usage.ru_utime + usage.ru_stime
     with open(out + ".tmp", "w") as f:
         json.dump(record, f, default=str)
     os.replace(out + ".tmp", out)

@@ -165,6 +165,10 @@ def markdown(records: list[dict], title: str = "Model zoo report") -> str:
     runs = sorted({r.get("run_id", "?") for r in records})
     out = [f"# {title}", "", f"{len(records)} cells ({ok} ok, {len(records) - ok} failed), "
            f"runs {', '.join(runs)}.", ""]
+    wall = sum(r.get("wall_seconds", 0.0) for r in records)
+    cpu = sum(r.get("cpu_seconds", 0.0) for r in records)
+    out += [f"Sweep time: {wall / 60:.1f} min wall, {cpu / 60:.1f} min CPU in the cells "
+            "(wall includes waiting for other processes on a shared machine).", ""]
     out += environment_lines(records) + ["", "## Cells", ""]
     out += table(CELL_HEADER, [cell_row(r) for r in records])
     out += ["", "## Ratios vs the anchor (Torch-TensorRT 2.13 + TensorRT-RTX, fp32)", ""]
