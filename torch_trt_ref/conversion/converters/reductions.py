@@ -1,6 +1,6 @@
 """Reduction converters: the IReduceLayer family (sum, mean, prod, amax/amin, max/min, any),
 first-index arg-reductions (argmax/argmin, max.dim/min.dim), variance, softmax and
-log-softmax, and scans (cumsum via ICumulativeLayer, cumprod as a log-step scan)."""
+log-softmax; plus the small building blocks (reduce, arange, select) other families use."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def min_dim(ctx, input, dim, keepdim=False):
 # ---------------------------------------------------------------------------------------
 # Variance: sum((x - mean)^2) / max(N - correction, 0), N = number of reduced elements.
 
-def _float_only(node, settings):
+def float_only(node, settings):
     if not node.args[0].meta["val"].dtype.is_floating_point:
         return "only floating-point inputs are supported"
     return None
@@ -173,12 +173,12 @@ def _variance(ctx, x, dims, correction, keepdim):
         denom) else denom)
 
 
-@converter(aten.var.correction, validator=_float_only, dynamic=True)
+@converter(aten.var.correction, validator=float_only, dynamic=True)
 def var(ctx, input, dim=None, correction=None, keepdim=False):
     return _variance(ctx, input, reduce_dims(dim, len(input.shape)), correction, keepdim)
 
 
-@converter(aten.var_mean.correction, validator=_float_only, dynamic=True)
+@converter(aten.var_mean.correction, validator=float_only, dynamic=True)
 def var_mean(ctx, input, dim=None, correction=None, keepdim=False):
     dims = reduce_dims(dim, len(input.shape))
     return (_variance(ctx, input, dims, correction, keepdim),
@@ -192,7 +192,7 @@ def _as_rank1(ctx, x):
     return D.reshape(ctx, x, [1]) if len(x.shape) == 0 else x
 
 
-@converter(aten._softmax.default, validator=_float_only, dynamic=True)
+@converter(aten._softmax.default, validator=float_only, dynamic=True)
 def softmax(ctx, input, dim, half_to_float=False):
     x = helpers.cast(ctx, input, ctx.out_dtype)
     rank = len(x.shape)
@@ -203,7 +203,7 @@ def softmax(ctx, input, dim, half_to_float=False):
     return D.reshape(ctx, out, []) if rank == 0 else out
 
 
-@converter(aten._log_softmax.default, validator=_float_only, dynamic=True)
+@converter(aten._log_softmax.default, validator=float_only, dynamic=True)
 def log_softmax(ctx, input, dim, half_to_float=False):
     """x - max - log(sum(exp(x - max))): no overflow, and no log(0) for tiny softmax."""
     x = helpers.cast(ctx, input, ctx.out_dtype)
@@ -211,51 +211,3 @@ def log_softmax(ctx, input, dim, half_to_float=False):
     shifted = helpers.elementwise(ctx, EW.SUB, x, reduce(ctx, RED.MAX, x, dims, True))
     total = reduce(ctx, RED.SUM, helpers.unary(ctx, UN.EXP, shifted), dims, True)
     return helpers.elementwise(ctx, EW.SUB, shifted, helpers.unary(ctx, UN.LOG, total))
-
-
-# ---------------------------------------------------------------------------------------
-# Scans.
-
-@converter(aten.cumsum.default, dynamic=True)
-def cumsum(ctx, input, dim, dtype=None):
-    out = ctx.out_dtype
-    x = helpers.cast(ctx, input, out if out in REDUCIBLE else torch.int64)
-    if len(x.shape) == 0:
-        return x
-    axis = ctx.constant(torch.tensor(helpers.normalize_dim(dim, len(x.shape)),
-                                     dtype=torch.int32))
-    layer = ctx.net.add_cumulative(x, axis, trt.CumulativeOperation.SUM, False, False)
-    return ctx.name_layer(layer, "cumsum").get_output(0)
-
-
-def _static_scan_axis(node, settings):
-    x = node.args[0].meta["val"]
-    dim = node.args[1] if len(node.args) > 1 else node.kwargs["dim"]
-    if x.dim() and not isinstance(x.shape[dim], int):
-        return "the scanned dim must have a static size"
-    return None
-
-
-def scan(ctx, x, dim: int, op, identity: float):
-    """Inclusive scan by doubling (Hillis-Steele): after step s every element combines
-    the 2s elements ending at it; elements before the start read ``identity``."""
-    n = x.shape[dim]
-    rank = len(x.shape)
-    step = 1
-    while step < n:
-        start = [0] * rank
-        start[dim] = -step
-        shifted = D.slice_nd(ctx, x, start, D.dims_of(ctx, x), [1] * rank,
-                             mode=trt.SampleMode.FILL, fill=identity)
-        x = helpers.elementwise(ctx, op, x, shifted)
-        step *= 2
-    return x
-
-
-@converter(aten.cumprod.default, validator=_static_scan_axis, dynamic=True)
-def cumprod(ctx, input, dim, dtype=None):
-    out = ctx.out_dtype
-    x = helpers.cast(ctx, input, out if out in REDUCIBLE else torch.int64)
-    if len(x.shape) == 0:
-        return x
-    return scan(ctx, x, helpers.normalize_dim(dim, len(x.shape)), EW.PROD, 1)
