@@ -98,6 +98,26 @@ def anchor_section(records: list[dict]) -> list[str]:
                         "anchor RSS MiB", "anchor RSS/weights"], body)
 
 
+def memory_section(records: list[dict]) -> list[str]:
+    """Where the peak compile RSS is reached: peak above baseline within each phase."""
+    body = []
+    for r in records:
+        phases = r.get("memory", {}).get("peak_by_phase")
+        c = r["cell"]
+        if not phases or c["precision"] != "fp32" or c["resource_partitioning"]:
+            continue
+        body.append([c["model"], c["strategy"], mib(r["memory"]["weight_bytes"]),
+                     *(mib(phases.get(p)) for p in PHASE_WINDOWS),
+                     mib(r["memory"]["peak_rss_bytes"]), mib(r["engines"]["plan_bytes"])])
+    if not body:
+        return ["No fp32 cell with a memory timeline."]
+    return table(["model", "strategy", "fp32 weights MiB",
+                  *(f"peak in {p} MiB" for p in PHASE_WINDOWS), "peak MiB", "plans MiB"], body)
+
+
+PHASE_WINDOWS = ("capture", "lowering", "partition", "conversion+build")
+
+
 def resource_section(records: list[dict]) -> list[str]:
     """Resource-partitioning cells next to the same cell without it."""
     plain = {(r["cell"]["model"], r["cell"]["strategy"], r["cell"]["precision"]): r
@@ -173,6 +193,7 @@ def markdown(records: list[dict], title: str = "Model zoo report") -> str:
     out += table(CELL_HEADER, [cell_row(r) for r in records])
     out += ["", "## Ratios vs the anchor (Torch-TensorRT 2.13 + TensorRT-RTX, fp32)", ""]
     out += anchor_section(records)
+    out += ["", "## Peak compile memory by phase (fp32)", ""] + memory_section(records)
     out += ["", "## Resource partitioning", ""] + resource_section(records)
     out += ["", "## Unsupported ops", ""] + unsupported_section(records)
     out += ["", "## Failures and fallbacks", ""] + error_section(records)

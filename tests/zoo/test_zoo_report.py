@@ -31,7 +31,9 @@ def record(model="resnet18", strategy="fast", precision="fp32", rp=False, outsid
         "phases": {"capture": outside / 2, "lowering": outside / 2, "partition": 0.0,
                    "conversion": 0.0, "build": 1.5},
         "outside_builder_seconds": outside, "engines": eng,
-        "memory": {"peak_rss_bytes": rss, "weight_bytes": weights},
+        "memory": {"peak_rss_bytes": rss, "weight_bytes": weights,
+                   "peak_by_phase": {"capture": 10 * MiB, "lowering": 20 * MiB,
+                                     "partition": 20 * MiB, "conversion+build": rss}},
         "latency": {"median_s": 0.02, "p90_s": 0.03, "executor": "reference", "device": "cpu"},
         "eager_latency": {"median_s": 0.01},
         "accuracy": {"max_abs_error": 1e-5, "cosine": 1.0, "within_tolerance": True},
@@ -65,7 +67,7 @@ def test_anchor_ratios_are_ours_over_anchor_and_rss_over_weights():
 def test_markdown_report_sections():
     md = markdown(sweep())
     assert md.startswith("# Model zoo report")
-    for section in ("## Cells", "## Ratios vs the anchor", "## Resource partitioning",
+    for section in ("## Cells", "## Ratios vs the anchor", "## Peak compile memory by phase", "## Resource partitioning",
                     "## Unsupported ops", "## Failures and fallbacks"):
         assert section in md
     assert "| resnet18 | fast | fp32 | ok | 3 | 2 | 4 | 80/91 |" in md
@@ -74,6 +76,7 @@ def test_markdown_report_sections():
     assert "`gpt2_2layer/fast/fp32` error at compile: KeyError: 'fast'" in md
     assert "| resnet18 | fast | fp32 | 10.0 | 3 | 5 | 20.0 | 8.0 ✓ | 90.0 | 60.0 |" in md
     assert "reference on cpu" in md
+    assert "| resnet18 | fast | 45.0 | 10.0 | 20.0 | 20.0 | 90.0 | 90.0 | 10.0 |" in md
 
 
 def test_html_report_embeds_every_plot(tmp_path):
