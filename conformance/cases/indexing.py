@@ -1,6 +1,6 @@
-"""Conformance cases: embedding, index_select, gather, advanced indexing, index_put,
-scatter family, slice_scatter, nonzero, searchsorted/bucketize. Index tensors stay inside
-the smallest dynamic size; scatters that replace use duplicate-free (weight) indices."""
+"""Conformance cases: embedding, index_select, gather, index, index_put, the scatter family,
+index_reduce, masked_scatter, slice_scatter, nonzero, searchsorted. Index tensors stay in the
+smallest dynamic size; scatters that replace use duplicate-free (weight) indices."""
 
 import torch
 
@@ -94,6 +94,18 @@ CASES = [
                                      idx((3, 4), 2, dynamic=(1,)), T((3, 4), dynamic=(1,)), r),
            {"include_self": False}, dtypes=(torch.float32,), name=f"{r}_exclude_self")
       for r in ("sum", "prod", "amax", "amin", "mean")],
+    *[Case(aten.index_reduce.default, (T((5, 3), dynamic=(1,)), 0, W((4,), dtype=I64,
+                                                                     values=[0, 2, 0, 4]),
+                                       T((4, 3), dynamic=(1,)), r),
+           dtypes=(torch.float32, torch.int32) if r != "mean" else FLOATS, name=r)
+      for r in ("prod", "mean", "amax", "amin")],
+    Case(aten.index_reduce.default, (T((3, 4)), 1, W((3,), dtype=I64, values=[3, 3, 1]),
+                                     T((3, 3)), "amax"), {"include_self": False},
+         name="exclude_self"),
+    Case(aten.masked_scatter.default, (T((3, 4)), T((3, 4), dtype=BOOL), T((12,))),
+         dtypes=ALL),
+    Case(aten.masked_scatter.default, (T((3, 4), dynamic=(1,)), T((4,), dtype=BOOL),
+                                       T((5, 4), dynamic=(1,))), name="broadcast_mask"),
     Case(aten.slice_scatter.default, (T((4, 6)), T((4, 2)), 1, 1, 5, 2), dtypes=ALL),
     Case(aten.slice_scatter.default, (T((6, 3), dynamic=(1,)), T((2, 3), dynamic=(1,)), 0,
                                       -2), name="negative_start"),

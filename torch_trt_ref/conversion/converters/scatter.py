@@ -1,0 +1,198 @@
+"""Scatter converters along one dim: scatter (IScatterLayer ELEMENT), the reducing kinds
+(scatter_add, scatter_reduce, index_reduce) as masked reductions over a one-hot axis,
+slice_scatter and masked_scatter."""
+
+from __future__ import annotations
+
+import torch
+
+from ..._trt import trt
+from .. import dims as D
+from .. import helpers
+from .._trt_ops import EW, RED
+from ..registry import converter
+from .reductions import arange, positions, reduce, select
+
+aten = torch.ops.aten
+
+
+def _val(node):
+    return node.meta["val"] if isinstance(node, torch.fx.Node) else node
+
+
+# The replacing kinds map to IScatterLayer ELEMENT; the reducing kinds are masked
+# reductions over a one-hot axis inserted after ``dim``:
+# mask[.., j, i, ..] = (index[.., j, ..] == i), contribution[.., i, ..] = reduce_j.
+
+def _scatter_ok(node, settings):
+    x, index = _val(node.args[0]), _val(node.args[2])
+    if x.dim() == 0:
+        return "scatter into a 0-d tensor is not supported"
+    src = node.args[3] if len(node.args) > 3 else node.kwargs.get("src")
+    if isinstance(src, torch.fx.Node) and tuple(_val(src).shape) != tuple(index.shape):
+        return "src must have the shape of index"
+    return None
+
+
+@converter(aten.scatter.src, validator=_scatter_ok, dynamic=True)
+def scatter_src(ctx, input, dim, index, src):
+    src = helpers.itensor(ctx, src, helpers.dtype_of(input))
+    layer = ctx.net.add_scatter(input, helpers.itensor(ctx, index), src,
+                                trt.ScatterMode.ELEMENT)
+    layer.axis = helpers.normalize_dim(dim, len(input.shape))
+    return ctx.name_layer(layer, "scatter").get_output(0)
+
+
+@converter(aten.scatter.value, validator=_scatter_ok, dynamic=True)
+def scatter_value(ctx, input, dim, index, value):
+    index = helpers.itensor(ctx, index)
+    fill = ctx.constant(torch.full([1] * len(index.shape), value,
+                                   dtype=helpers.dtype_of(input)))
+    return scatter_src(ctx, input, dim, index, D.broadcast_to(ctx, fill, D.dims_of(ctx, index)))
+
+
+def _one_hot_axis(ctx, index, src, n: D.Dim, dim: int):
+    """(mask, src) with a one-hot axis of size n inserted after ``dim``."""
+    index = helpers.unsqueeze(ctx, helpers.cast(ctx, index, torch.int64), dim + 1)
+    rank = len(index.shape)
+    hot = D.reshape(ctx, arange(ctx, n), [1] * (dim + 1) + [n] + [1] * (rank - dim - 2))
+    mask = helpers.elementwise(ctx, EW.EQUAL, index, hot)
+    return mask, helpers.unsqueeze(ctx, src, dim + 1)
+
+
+def scatter_reduce_sum(ctx, index, src, n: D.Dim, dim: int):
+    mask, src = _one_hot_axis(ctx, index, src, n, dim)
+    return reduce(ctx, RED.SUM, select(ctx, mask, src, 0), [dim], False)
+
+
+def _extreme(dtype: torch.dtype, largest: bool):
+    if dtype.is_floating_point:
+        return float("inf") if largest else float("-inf")
+    info = torch.iinfo(dtype)
+    return info.max if largest else info.min
+
+
+# reduce name -> (IReduce op, neutral value for dtype, binary op that folds in self)
+_SCATTER_REDUCE = {
+    "sum": (RED.SUM, lambda t: 0, EW.SUM),
+    "prod": (RED.PROD, lambda t: 1, EW.PROD),
+    "amax": (RED.MAX, lambda t: _extreme(t, False), EW.MAX),
+    "amin": (RED.MIN, lambda t: _extreme(t, True), EW.MIN),
+    "mean": (RED.SUM, lambda t: 0, EW.SUM),
+}
+
+
+def _scatter_reduce_ok(node, settings):
+    reason = _scatter_ok(node, settings)
+    if reason:
+        return reason
+    x, index = _val(node.args[0]), _val(node.args[2])
+    dim = node.args[1] % x.dim()
+    if any(a != b for d, (a, b) in enumerate(zip(x.shape, index.shape)) if d != dim):
+        return "index must match self in every dim but dim"
+    reduce_name = node.args[4] if len(node.args) > 4 else node.kwargs.get("reduce", "sum")
+    if reduce_name == "mean" and not x.dtype.is_floating_point:
+        return "integer scatter mean is not supported"
+    return None
+
+
+def scatter_reduce_impl(ctx, input, dim, index, src, reduce_name, include_self):
+    dim = helpers.normalize_dim(dim, len(input.shape))
+    dtype = helpers.dtype_of(input)
+    op, neutral, fold = _SCATTER_REDUCE[reduce_name]
+    src = helpers.itensor(ctx, src, dtype)
+    n = D.dims_of(ctx, input)[dim]
+    mask, src = _one_hot_axis(ctx, helpers.itensor(ctx, index), src, n, dim)
+    total = reduce(ctx, op, select(ctx, mask, src, neutral(dtype)), [dim], False)
+    count = reduce(ctx, RED.SUM, helpers.cast(ctx, mask, torch.int32), [dim], False)
+    if reduce_name == "mean":
+        if include_self:
+            total = helpers.elementwise(ctx, EW.SUM, total, input)
+            count = helpers.elementwise(ctx, EW.SUM, count, 1)
+        divisor = helpers.elementwise(ctx, EW.MAX, helpers.cast(ctx, count, dtype), 1.0)
+        total = helpers.elementwise(ctx, EW.DIV, total, divisor)
+        if include_self:
+            return total
+    elif include_self:
+        return helpers.elementwise(ctx, fold, input, total)
+    # without self, the elements no index points at keep their value
+    return select(ctx, helpers.elementwise(ctx, EW.GREATER, count, 0), total, input)
+
+
+@converter(aten.scatter_reduce.two, validator=_scatter_reduce_ok, dynamic=True)
+def scatter_reduce(ctx, input, dim, index, src, reduce, include_self=True):
+    return scatter_reduce_impl(ctx, input, dim, index, src, reduce, include_self)
+
+
+@converter(aten.scatter_add.default, validator=_scatter_reduce_ok, dynamic=True)
+def scatter_add(ctx, input, dim, index, src):
+    return scatter_reduce_impl(ctx, input, dim, index, src, "sum", True)
+
+
+@converter(aten.slice_scatter.default, dynamic=True)
+def slice_scatter(ctx, input, src, dim=0, start=None, end=None, step=1):
+    """input with input[.., start:end:step, ..] = src, as an ELEMENT scatter whose index
+    is start + step * i along ``dim``."""
+    rank = len(input.shape)
+    dim = helpers.normalize_dim(dim, rank)
+    size = D.dims_of(ctx, input)[dim]
+    start = 0 if start is None else start
+    if not helpers.is_tensor(start) and start < 0:
+        start = D.dim_op(ctx, "max", D.dim_op(ctx, "add", size, start), 0)
+    src = helpers.itensor(ctx, src, helpers.dtype_of(input))
+    src_dims = D.dims_of(ctx, src)
+    index = positions(ctx, src, dim)
+    if step != 1:
+        index = helpers.elementwise(ctx, EW.PROD, index, step)
+    if helpers.is_tensor(start) or start != 0:
+        offset = D.reshape(ctx, D.as_dim(ctx, start), []) if helpers.is_tensor(start) \
+            else start
+        index = helpers.elementwise(ctx, EW.SUM, index, offset)
+    index = D.broadcast_to(ctx, index, src_dims)
+    layer = ctx.net.add_scatter(input, index, src, trt.ScatterMode.ELEMENT)
+    layer.axis = dim
+    return ctx.name_layer(layer, "slice_scatter").get_output(0)
+
+
+def _index_reduce_ok(node, settings):
+    x, source = _val(node.args[0]), _val(node.args[3])
+    dim = node.args[1] % max(x.dim(), 1)
+    if x.dim() == 0:
+        return "index_reduce into a 0-d tensor is not supported"
+    if any(a != b for d, (a, b) in enumerate(zip(x.shape, source.shape)) if d != dim):
+        return "source must match self in every dim but dim"
+    if node.args[4] == "mean" and not x.dtype.is_floating_point:
+        return "integer index_reduce mean is not supported"
+    return None
+
+
+@converter(aten.index_reduce.default, validator=_index_reduce_ok, dynamic=True)
+def index_reduce(ctx, input, dim, index, source, reduce, include_self=True):
+    """out[.., index[j], ..] <reduce>= source[.., j, ..]: scatter_reduce with the 1-D
+    index broadcast along the other dims of source."""
+    source = helpers.itensor(ctx, source, helpers.dtype_of(input))
+    dim = helpers.normalize_dim(dim, len(input.shape))
+    sizes = D.dims_of(ctx, source)
+    index = D.reshape(ctx, helpers.itensor(ctx, index), [1] * dim + [sizes[dim]] +
+                      [1] * (len(sizes) - dim - 1))
+    index = D.broadcast_to(ctx, index, sizes)
+    return scatter_reduce_impl(ctx, input, dim, index, source, reduce, include_self)
+
+
+@converter(aten.masked_scatter.default, dynamic=True)
+def masked_scatter(ctx, input, mask, source):
+    """The k-th true element of mask (row-major) takes source.flatten()[k]: k is the
+    running count of true elements, so one cumsum and one gather do it."""
+    dims = D.dims_of(ctx, input)
+    mask = D.broadcast_to(ctx, helpers.itensor(ctx, mask), dims)
+    flat = D.reshape(ctx, helpers.cast(ctx, mask, torch.int32), [-1])
+    axis = ctx.constant(torch.tensor(0, dtype=torch.int32))
+    count = ctx.net.add_cumulative(flat, axis, trt.CumulativeOperation.SUM, True, False)
+    before = ctx.name_layer(count, "count_true").get_output(0)  # exclusive: trues before
+    source = D.reshape(ctx, helpers.itensor(ctx, source, helpers.dtype_of(input)), [-1])
+    picked = D.reshape(ctx, _gather(ctx, source, before), dims)
+    return select(ctx, mask, picked, input)
+
+
+def _gather(ctx, data, indices):
+    return ctx.name_layer(ctx.net.add_gather(data, indices, 0), "gather").get_output(0)
