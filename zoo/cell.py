@@ -88,6 +88,9 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
         weight_bytes = entry.weight_bytes(model)
         record["model"] = {"description": entry.description, "weight_bytes": weight_bytes,
                            "params": sum(p.numel() for p in model.parameters()),
+                           "largest_tensor_bytes": max(
+                               (t.numel() * t.element_size() for t in model.state_dict().values()),
+                               default=0),
                            "tolerance": entry.tolerance(cell.precision)}
         stage = "eager"
         with torch.no_grad():

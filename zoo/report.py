@@ -132,7 +132,8 @@ def resource_section(records: list[dict]) -> list[str]:
         budget = eng.get("engine_memory_budget")
         fits = budget is not None and eng["largest_weight_bytes"] <= budget
         base_ok = base is not None and base.get("status") == "ok"
-        body.append([c["model"], c["strategy"], c["precision"], mib(budget),
+        tensor = r.get("model", {}).get("largest_tensor_bytes")
+        body.append([c["model"], c["strategy"], c["precision"], mib(budget), mib(tensor),
                      base["engines"]["count"] if base_ok else "-", eng["count"],
                      mib(base["engines"]["largest_weight_bytes"]) if base_ok else "-",
                      f"{mib(eng['largest_weight_bytes'])} {'✓' if fits else '✗'}",
@@ -140,7 +141,10 @@ def resource_section(records: list[dict]) -> list[str]:
                      mib(r["memory"]["peak_rss_bytes"])])
     if not body:
         return ["No resource-partitioning cell compiled."]
-    return table(["model", "strategy", "precision", "engine budget MiB", "engines",
+    return ["An engine cannot be smaller than the largest single weight tensor it holds "
+            "(fp32 size shown), so a budget below it cannot be met.", ""] + table(
+                 ["model", "strategy", "precision", "engine budget MiB",
+                  "largest fp32 tensor MiB", "engines",
                   "engines (rp)", "largest engine weights MiB", "largest (rp), fits budget",
                   "peak RSS MiB", "peak RSS MiB (rp)"], body)
 

@@ -74,7 +74,7 @@ def test_markdown_report_sections():
     assert "0.40 ✓" in md  # 0.6 s / 1.5 s
     assert "| aten.lgamma.default | 3 |" in md
     assert "`gpt2_2layer/fast/fp32` error at compile: KeyError: 'fast'" in md
-    assert "| resnet18 | fast | fp32 | 10.0 | 3 | 5 | 20.0 | 8.0 ✓ | 90.0 | 60.0 |" in md
+    assert "| resnet18 | fast | fp32 | 10.0 | - | 3 | 5 | 20.0 | 8.0 ✓ | 90.0 | 60.0 |" in md
     assert "reference on cpu" in md
     assert "| resnet18 | fast | 45.0 | 10.0 | 20.0 | 20.0 | 90.0 | 90.0 | 10.0 |" in md
 
