@@ -29,8 +29,11 @@ def _conv_validator(node, settings) -> Optional[str]:
     if not isinstance(x.shape[1], int) or not is_static(w.shape):
         return "convolution needs static channel and kernel dims"
     if args["transposed"]:
-        if x.dtype == torch.bfloat16:
-            return "TensorRT-RTX has no bf16 deconvolution kernel"
+        constant = all(not isinstance(a, torch.fx.Node) or a.op == "get_attr"
+                       for a in (args["weight"], args["bias"]))
+        if x.dtype == torch.bfloat16 and not constant:
+            return ("bf16 transposed convolution with a non-constant weight crashes the "
+                    "TensorRT-RTX builder (Myelin)")
         if any(s > 1 for s in args["stride"]) and any(d > 1 for d in args["dilation"]):
             return "TensorRT-RTX does not support a deconvolution both strided and dilated"
         if any(op > p for op, p in zip(args["output_padding"], args["padding"])):
@@ -56,6 +59,12 @@ def _operand(ctx, value, dtype, shape=None):
 def convolution(ctx, input, weight, bias, stride, padding, dilation, transposed,
                 output_padding, groups):
     dtype = helpers.dtype_of(input)
+    if transposed and dtype == torch.bfloat16:
+        # Note [bf16 deconvolution]: TensorRT-RTX has no bf16 deconvolution kernel (the
+        # builder cannot type it); it runs in fp32 between two casts instead.
+        out = convolution(ctx, helpers.cast(ctx, input, torch.float32), weight, bias, stride,
+                          padding, dilation, transposed, output_padding, groups)
+        return helpers.cast(ctx, out, dtype)
     nd = len(weight.shape) - 2
     ksize = list(weight.shape[2:])
     stride, padding, dilation = list(stride), list(padding), list(dilation)
