@@ -10,7 +10,7 @@ from torch.fx import Node
 from .. import helpers
 from .._trt_ops import ACT, EW
 from ..registry import converter
-from .elementwise import binary, select, tensor
+from .elementwise import all_of, binary, plain_dtypes, select, tensor
 
 aten = torch.ops.aten
 
@@ -21,7 +21,7 @@ def _float_input(ctx, x):
     return tensor(ctx, x, ctx.out_dtype)
 
 
-@converter(aten.relu.default, dynamic=True)
+@converter(aten.relu.default, dynamic=True, validator=plain_dtypes)
 def relu(ctx, input):
     return helpers.activation(ctx, ACT.RELU, input)  # RELU also takes int32/int64
 
@@ -30,7 +30,7 @@ _SIMPLE = {aten.sigmoid.default: ACT.SIGMOID, aten.tanh.default: ACT.TANH}
 
 
 def _register_simple(target, kind):
-    @converter(target, dynamic=True)
+    @converter(target, dynamic=True, validator=plain_dtypes)
     def convert(ctx, input):
         return helpers.activation(ctx, kind, _float_input(ctx, input))
 
@@ -39,7 +39,7 @@ for _target, _kind in _SIMPLE.items():
     _register_simple(_target, _kind)
 
 
-@converter(aten.leaky_relu.default, dynamic=True)
+@converter(aten.leaky_relu.default, dynamic=True, validator=plain_dtypes)
 def leaky_relu(ctx, input, negative_slope=0.01):
     return helpers.activation(ctx, ACT.LEAKY_RELU, _float_input(ctx, input),
                               alpha=float(negative_slope))
@@ -52,7 +52,7 @@ def _elu_supported(node: Node, settings) -> str | None:
     return None
 
 
-@converter(aten.elu.default, dynamic=True, validator=_elu_supported)
+@converter(aten.elu.default, dynamic=True, validator=all_of(plain_dtypes, _elu_supported))
 def elu(ctx, input, alpha=1, scale=1, input_scale=1):
     """scale * (x if x > 0 else alpha * (exp(input_scale * x) - 1)): one ELU, or SELU
     (beta = scale); input_scale != 1 (celu-style) runs ELU on the scaled input for the
@@ -77,12 +77,12 @@ def _gelu_supported(node: Node, settings) -> str | None:
     return None if mode in _GELU else f"gelu approximate={mode!r} is not supported"
 
 
-@converter(aten.gelu.default, dynamic=True, validator=_gelu_supported)
+@converter(aten.gelu.default, dynamic=True, validator=all_of(plain_dtypes, _gelu_supported))
 def gelu(ctx, input, approximate="none"):
     return helpers.activation(ctx, _GELU[approximate], _float_input(ctx, input))
 
 
-@converter(aten.hardtanh.default, dynamic=True)
+@converter(aten.hardtanh.default, dynamic=True, validator=plain_dtypes)
 def hardtanh(ctx, input, min_val=-1, max_val=1):
     """CLIP for floats; integers (which CLIP rejects) clamp with MAX and MIN."""
     dtype = ctx.out_dtype

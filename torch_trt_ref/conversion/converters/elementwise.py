@@ -42,7 +42,10 @@ def binary(ctx, op, a: Any, b: Any, dtype: torch.dtype):
     """``a <op> b`` computed in ``dtype`` with numpy broadcasting."""
     if dtype == torch.bool:
         op = _BOOL_EQUIVALENT.get(op, op)
-    return helpers.elementwise(ctx, op, tensor(ctx, a, dtype), tensor(ctx, b, dtype), dtype)
+    # Python numbers become constant tensors; helpers.elementwise gives constants their
+    # broadcast rank before making layers (no extra shuffle).
+    a, b = (torch.tensor(v, dtype=dtype) if _is_scalar(v) else v for v in (a, b))
+    return helpers.elementwise(ctx, op, a, b, dtype)
 
 
 def unary(ctx, op, x):
@@ -103,6 +106,34 @@ def _is_scalar(x: Any) -> bool:
 
 
 # ---------------------------------------------------------------------------------------
+# Validators shared by the elementwise, unary and activation families.
+
+_QUANTIZED = (torch.int8, torch.uint8)
+
+
+def plain_dtypes(node: Node, settings) -> str | None:
+    """Reject int8/uint8: TensorRT treats int8 as a quantized type and has no uint8 math,
+    so neither follows torch's wrapping integer arithmetic."""
+    for val in [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]:
+        if isinstance(val, torch.Tensor) and val.dtype in _QUANTIZED:
+            return f"{val.dtype} math is not supported (TensorRT: int8 is quantized, no uint8 math)"
+    return None
+
+
+def all_of(*validators: Callable) -> Callable:
+    """A validator that returns the first reason any of ``validators`` gives."""
+
+    def check(node: Node, settings) -> str | None:
+        for validator in validators:
+            reason = validator(node, settings)
+            if reason is not None:
+                return reason
+        return None
+
+    return check
+
+
+# ---------------------------------------------------------------------------------------
 # Arithmetic: one table, one registration loop.
 
 _ARITHMETIC = {
@@ -115,7 +146,7 @@ _ARITHMETIC = {
 
 
 def _register_arithmetic(op, targets):
-    @converter(*targets, dynamic=True)
+    @converter(*targets, dynamic=True, validator=plain_dtypes)
     def convert(ctx, input, other, alpha=1):
         dtype = ctx.out_dtype
         if alpha != 1:
@@ -127,12 +158,16 @@ for _op, _targets in _ARITHMETIC.items():
     _register_arithmetic(_op, _targets)
 
 
-@converter(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar, dynamic=True)
+@converter(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar, dynamic=True,
+           validator=plain_dtypes)
 def pow_(ctx, input, exponent):
+    """Small integral scalar exponents (x**2, x**3, as in GELU-tanh) become products: exact,
+    and defined for negative bases whatever POW does with them."""
     dtype = ctx.out_dtype
-    if _is_scalar(exponent) and exponent == 2:  # x * x is exact where POW need not be
+    if _is_scalar(exponent) and exponent in (2, 3):
         x = tensor(ctx, input, dtype)
-        return binary(ctx, EW.PROD, x, x, dtype)
+        out = binary(ctx, EW.PROD, x, x, dtype)
+        return binary(ctx, EW.PROD, out, x, dtype) if exponent == 3 else out
     return binary(ctx, EW.POW, input, exponent, dtype)
 
 
@@ -229,7 +264,7 @@ def _rounding_mode_ok(node: Node, settings) -> str | None:
 
 
 def _register_composite(target, build):
-    @converter(target, dynamic=True, validator=_rounding_mode_ok)
+    @converter(target, dynamic=True, validator=all_of(plain_dtypes, _rounding_mode_ok))
     def convert(ctx, input, other, **kwargs):
         return build(ctx, input, other, ctx.out_dtype, **kwargs)
 
@@ -252,7 +287,7 @@ _COMPARISONS = {
 def _register_comparison(name, op, negate, or_op):
     packet = getattr(aten, name)
 
-    @converter(packet.Tensor, packet.Scalar, dynamic=True)
+    @converter(packet.Tensor, packet.Scalar, dynamic=True, validator=plain_dtypes)
     def convert(ctx, input, other):
         dtype = helpers.result_type(input, other)
         if dtype == torch.bool and op != EW.EQUAL:  # LESS/GREATER reject bool
@@ -293,7 +328,7 @@ def bool_only(node: Node, settings) -> str | None:
     return None
 
 
-def _register_logical(op, targets, validator=None):
+def _register_logical(op, targets, validator=plain_dtypes):
     @converter(*targets, dynamic=True, validator=validator)
     def convert(ctx, input, other):
         return binary(ctx, op, to_bool(ctx, input), to_bool(ctx, other), torch.bool)
@@ -305,7 +340,7 @@ for _op, _targets in _BITWISE.items():
     _register_logical(_op, _targets, bool_only)
 
 
-@converter(aten.logical_not.default, dynamic=True)
+@converter(aten.logical_not.default, dynamic=True, validator=plain_dtypes)
 def logical_not(ctx, input):
     return unary(ctx, UN.NOT, to_bool(ctx, input))
 
@@ -318,14 +353,14 @@ def bitwise_not(ctx, input):
 # ---------------------------------------------------------------------------------------
 # where and clamp.
 
-@converter(aten.where.self, dynamic=True)
+@converter(aten.where.self, dynamic=True, validator=plain_dtypes)
 def where(ctx, condition, input, other):
     dtype = ctx.out_dtype
     return select(ctx, to_bool(ctx, condition), tensor(ctx, input, dtype),
                   tensor(ctx, other, dtype))
 
 
-@converter(aten.clamp.default, aten.clamp.Tensor, dynamic=True)
+@converter(aten.clamp.default, aten.clamp.Tensor, dynamic=True, validator=plain_dtypes)
 def clamp(ctx, input, min=None, max=None):
     dtype = ctx.out_dtype
     out = tensor(ctx, input, dtype)

@@ -11,7 +11,7 @@ import torch
 from .. import helpers
 from .._trt_ops import EW, UN
 from ..registry import converter
-from .elementwise import binary, is_negative, opmath, tensor, trunc, unary
+from .elementwise import binary, is_negative, opmath, plain_dtypes, tensor, trunc, unary
 
 aten = torch.ops.aten
 
@@ -88,7 +88,7 @@ _UNARY: dict = {
 
 
 def _register_unary(target, build, policy, composite):
-    @converter(target, dynamic=True)
+    @converter(target, dynamic=True, validator=plain_dtypes)
     def convert(ctx, input):
         in_dtype = helpers.dtype_of(input)
         if not in_dtype.is_floating_point and policy in (IDENTITY, PREDICATE):
@@ -106,13 +106,13 @@ for _target, _spec in _UNARY.items():
     _register_unary(_target, *_spec)
 
 
-@converter(aten.signbit.default, dynamic=True)
+@converter(aten.signbit.default, dynamic=True, validator=plain_dtypes)
 def signbit(ctx, input):
     dtype = helpers.dtype_of(input)
     return is_negative(ctx, tensor(ctx, input, torch.int32 if dtype == torch.bool else dtype))
 
 
-@converter(aten.round.decimals, dynamic=True)
+@converter(aten.round.decimals, dynamic=True, validator=plain_dtypes)
 def round_decimals(ctx, input, decimals):
     """round(x * 10^d) / 10^d (for d < 0: round(x / 10^-d) * 10^-d), as torch computes it."""
     dtype = ctx.out_dtype
