@@ -56,9 +56,13 @@ def eval_mode(model: torch.nn.Module):
 
 
 def capture(model: torch.nn.Module | ExportedProgram, args: Sequence[Any],
-            kwargs: dict[str, Any] | None = None) -> ExportedProgram:
+            kwargs: dict[str, Any] | None = None, aten_ir: bool = True) -> ExportedProgram:
     """torch.export ``model`` on example inputs made from ``args``/``kwargs`` (tensors or
-    Inputs); dynamic Input ranges become export Dims."""
+    Inputs); dynamic Input ranges become export Dims.
+
+    With ``aten_ir`` the model is traced once, straight to functional ATen IR (composite
+    ops already decomposed), so lowering only retraces the few nodes that still need a
+    decomposition instead of the whole program (``run_decompositions``)."""
     if isinstance(model, ExportedProgram):
         return model
     kwargs = kwargs or {}
@@ -74,6 +78,16 @@ def capture(model: torch.nn.Module | ExportedProgram, args: Sequence[Any],
     ex_args = example_args(args)
     ex_kwargs = {k: (v.example() if isinstance(v, Input) else v) for k, v in kwargs.items()}
     with eval_mode(model), torch.no_grad():
+        if aten_ir:
+            try:  # one trace straight to ATen IR (private API; public path below)
+                from torch.export._trace import _export
+
+                ep = _export(model, ex_args, ex_kwargs, dynamic_shapes=dynamic, strict=False,
+                             pre_dispatch=False)
+                ep._torch_trt_ref_aten_ir = True
+                return ep
+            except (ImportError, TypeError):
+                pass
         return torch.export.export(model, ex_args, ex_kwargs, dynamic_shapes=dynamic,
                                    strict=False)
 

@@ -20,6 +20,7 @@ from .conversion.registry import CONVERTERS, ConverterRegistry
 from .conversion.shapes import spec_from_fake
 from .inputs import Input
 from .lowering import decomposition_table, lower
+from .lowering.decompositions import decompose_locally
 from .partitioning import TENSORRT, TORCH, partition, stitch, support_report
 from .partitioning.hierarchical import wrap_backend_segment
 from .partitioning.stitch import segment_name
@@ -50,8 +51,18 @@ def _settings_json(settings: CompilationSettings) -> dict[str, Any]:
 def lower_program(ep: ExportedProgram, settings: CompilationSettings) -> GraphModule:
     """Decompose the exported program and run the lowering passes; returns a flat
     GraphModule (weights as get_attr) with the original calling convention."""
-    ep = ep.run_decompositions(decomposition_table(settings))
-    gm = ep.module()
+    table = decomposition_table(settings)
+    gm = None
+    custom = settings.enabled_decompositions or settings.disabled_decompositions
+    if getattr(ep, "_torch_trt_ref_aten_ir", False) and not custom:
+        gm = ep.module()
+        try:
+            decompose_locally(gm, table)
+        except Exception as err:  # fall back to retracing the whole program
+            log.debug("local decomposition failed (%s); using run_decompositions", err)
+            gm = None
+    if gm is None:
+        gm = ep.run_decompositions(table).module()
     for node in gm.graph.nodes:
         if node.op == "get_attr":
             node.meta.setdefault("param_name", node.target)

@@ -65,3 +65,75 @@ def decomposition_table(settings: CompilationSettings) -> dict:
 def linear(x, weight, bias=None):
     out = torch.matmul(x, weight.t())
     return out if bias is None else out + bias
+
+
+# Bookkeeping ops torch's table lists but that must stay as they are.
+NEVER_DECOMPOSE = {aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default}
+
+
+def decompose_locally(gm: torch.fx.GraphModule, table: dict) -> int:
+    """Replace each node whose op is in ``table`` by its decomposition, traced on the
+    node's fake inputs (seed 001: decompositions shape-propagate through FakeTensor).
+
+    Only the nodes that need it are retraced, instead of the whole program. Returns the
+    number of nodes decomposed; raises if a node cannot be traced (callers fall back to
+    ``ExportedProgram.run_decompositions``)."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    fake_mode = next((n.meta["val"].fake_mode for n in gm.graph.nodes if n.op == "placeholder"
+                      and hasattr(n.meta.get("val"), "fake_mode")), None)
+    count = 0
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target not in table \
+                or node.target in NEVER_DECOMPOSE:
+            continue
+        inputs = node.all_input_nodes
+        if any(not isinstance(n.meta.get("val"), torch.Tensor) for n in inputs):
+            raise NotImplementedError(f"{node.name}: non-tensor inputs")
+        position = {n: i for i, n in enumerate(inputs)}
+
+        def call(*values, node=node, position=position):
+            args = torch.fx.node.map_arg(node.args, lambda n: values[position[n]])
+            kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: values[position[n]])
+            return node.target(*args, **kwargs)
+
+        with fake_mode:
+            sub = make_fx(call, decomposition_table=table, tracing_mode="real")(
+                *[n.meta["val"] for n in inputs])
+        _inline(gm, node, sub, inputs)
+        count += 1
+    if count:
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+    return count
+
+
+def _inline(gm: torch.fx.GraphModule, node: torch.fx.Node, sub: torch.fx.GraphModule,
+            inputs: list) -> None:
+    env: dict = {}
+    placeholders = iter(inputs)
+    with gm.graph.inserting_before(node):
+        for n in sub.graph.nodes:
+            if n.op == "placeholder":
+                env[n] = next(placeholders)
+            elif n.op == "output":
+                result = torch.fx.node.map_arg(n.args[0], lambda m: env[m])
+            elif n.op == "get_attr":
+                value = getattr(sub, n.target)
+                name = f"_decomp_const_{len(list(gm.buffers()))}_{n.target}"
+                gm.register_buffer(name, value)
+                env[n] = gm.graph.get_attr(name)
+                env[n].meta = dict(n.meta)
+            else:
+                env[n] = gm.graph.node_copy(n, lambda m: env[m])
+                env[n].meta = {**node.meta, **n.meta}
+    if isinstance(result, (tuple, list)):
+        for user in list(node.users):
+            if user.target.__name__ == "getitem":
+                user.replace_all_uses_with(result[user.args[1]])
+                gm.graph.erase_node(user)
+        if node.users:
+            raise NotImplementedError(f"{node.name}: tuple output used directly")
+    else:
+        node.replace_all_uses_with(result)
+    gm.graph.erase_node(node)
