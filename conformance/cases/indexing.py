@@ -94,6 +94,11 @@ CASES = [
                                      idx((3, 4), 2, dynamic=(1,)), T((3, 4), dynamic=(1,)), r),
            {"include_self": False}, dtypes=(torch.float32,), name=f"{r}_exclude_self")
       for r in ("sum", "prod", "amax", "amin", "mean")],
+    Case(aten.scatter.reduce, (T((3, 4)), 1, idx((3, 4), 3), T((3, 4))), {"reduce": "add"},
+         dtypes=(torch.float32, torch.int64)),
+    Case(aten.scatter.reduce, (T((3, 4)), 0, idx((3, 4), 2), T((3, 4))),
+         {"reduce": "multiply"}, name="multiply", dynamic=False),
+    Case(aten.scatter.value_reduce, (T((3, 4)), 1, idx((3, 4), 3), 1.5), {"reduce": "add"}),
     *[Case(aten.index_reduce.default, (T((5, 3), dynamic=(1,)), 0, W((4,), dtype=I64,
                                                                      values=[0, 2, 0, 4]),
                                        T((4, 3), dynamic=(1,)), r),

@@ -13,6 +13,10 @@ CASES = [
     Case(aten.topk.default, (T((4, 3, 2), **WIDE), 2, 0, False), name="smallest_dim0"),
     Case(aten.sort.default, (T((3, 6), **WIDE),), dtypes=ALL),
     Case(aten.sort.default, (T((5, 3), **WIDE), 0, True), name="descending_dim0"),
+    # stable sort: small int ranges make ties, which keep their input order
+    Case(aten.sort.stable, (T((3, 6)),), {"stable": True}, dtypes=ALL),
+    Case(aten.sort.stable, (T((5, 3)),), {"stable": True, "dim": 0, "descending": True},
+         name="descending_dim0", dtypes=ALL),
     Case(aten.kthvalue.default, (T((3, 6), **WIDE), 2), dtypes=ALL),
     Case(aten.kthvalue.default, (T((4, 3), **WIDE), 3, 0, True), name="dim0_keepdim"),
     Case(aten.median.dim, (T((3, 6), **WIDE), 1), dtypes=ALL),

@@ -46,9 +46,14 @@ def scatter_src(ctx, input, dim, index, src):
 @converter(aten.scatter.value, validator=_scatter_ok, dynamic=True)
 def scatter_value(ctx, input, dim, index, value):
     index = helpers.itensor(ctx, index)
+    return scatter_src(ctx, input, dim, index, _filled_like(ctx, index, value, input))
+
+
+def _filled_like(ctx, index, value, input):
+    """A tensor of index's shape holding ``value`` in input's dtype."""
     fill = ctx.constant(torch.full([1] * len(index.shape), value,
                                    dtype=helpers.dtype_of(input)))
-    return scatter_src(ctx, input, dim, index, D.broadcast_to(ctx, fill, D.dims_of(ctx, index)))
+    return D.broadcast_to(ctx, fill, D.dims_of(ctx, index))
 
 
 def _one_hot_axis(ctx, index, src, n: D.Dim, dim: int):
@@ -196,3 +201,24 @@ def masked_scatter(ctx, input, mask, source):
 
 def _gather(ctx, data, indices):
     return ctx.name_layer(ctx.net.add_gather(data, indices, 0), "gather").get_output(0)
+
+
+_LEGACY_REDUCE = {"add": "sum", "multiply": "prod"}  # scatter(..., reduce=) names
+
+
+def _legacy_ok(node, settings):
+    if node.kwargs.get("reduce") not in _LEGACY_REDUCE:
+        return f"scatter reduce={node.kwargs.get('reduce')!r} is not supported"
+    return _scatter_reduce_ok(node, settings)
+
+
+@converter(aten.scatter.reduce, validator=_legacy_ok, dynamic=True)
+def scatter_src_reduce(ctx, input, dim, index, src, reduce):
+    return scatter_reduce_impl(ctx, input, dim, index, src, _LEGACY_REDUCE[reduce], True)
+
+
+@converter(aten.scatter.value_reduce, validator=_legacy_ok, dynamic=True)
+def scatter_value_reduce(ctx, input, dim, index, value, reduce):
+    index = helpers.itensor(ctx, index)
+    return scatter_reduce_impl(ctx, input, dim, index, _filled_like(ctx, index, value, input),
+                               _LEGACY_REDUCE[reduce], True)

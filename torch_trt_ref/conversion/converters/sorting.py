@@ -1,5 +1,5 @@
-"""Order-statistics converters on ITopKLayer: topk, sort, kthvalue and median. TopK
-reduces one of the last four dims, k <= 3840, and returns int64 indices here."""
+"""Order-statistics converters: topk, sort, kthvalue and median on ITopKLayer (one of the
+last four dims, k <= 3840, int64 indices), and stable sort by rank counting."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import torch
 from ..._trt import trt
 from .. import dims as D
 from .. import helpers
+from .._trt_ops import EW, RED
 from ..registry import converter
+from .reductions import positions, reduce
 
 aten = torch.ops.aten
 MAX_K = 3840
@@ -105,3 +107,41 @@ def median_dim(ctx, input, dim, keepdim=False):
 def median(ctx, input):
     flat = D.reshape(ctx, input, [-1])
     return _kth_smallest(ctx, flat, (flat.shape[0] - 1) // 2 + 1, 0, False)[0]
+
+
+def _stable_ok(node, settings):
+    if node.args[0].meta["val"].dtype == torch.bool:
+        return "bool inputs are not supported"
+    if node.args[0].meta["val"].dim() == 0:
+        return "sort of a 0-d tensor is not supported"
+    return None
+
+
+@converter(aten.sort.stable, validator=_stable_ok, dynamic=True)
+def sort_stable(ctx, input, stable=None, dim=-1, descending=False):
+    """A stable sort by counting: element i goes to rank #{j: x_j before x_i in the order}
+    + #{j < i: x_j == x_i}, then values and positions are scattered to their ranks. It
+    compares all pairs along ``dim`` (n^2 memory per row); NaNs are not ordered."""
+    rank = len(input.shape)
+    dim = helpers.normalize_dim(dim, rank)
+    mine = helpers.unsqueeze(ctx, input, dim + 1)  # [.., i, 1, ..]
+    other = helpers.unsqueeze(ctx, input, dim)  # [.., 1, j, ..]
+    ahead = helpers.elementwise(ctx, EW.GREATER if descending else EW.LESS, other, mine)
+    index = positions(ctx, input, dim)
+    earlier = helpers.elementwise(ctx, EW.LESS, helpers.unsqueeze(ctx, index, dim),
+                                  helpers.unsqueeze(ctx, index, dim + 1))
+    tie = helpers.elementwise(ctx, EW.AND, helpers.elementwise(ctx, EW.EQUAL, other, mine),
+                              earlier)
+    before = helpers.cast(ctx, helpers.elementwise(ctx, EW.OR, ahead, tie), torch.int32)
+    ranks = helpers.cast(ctx, reduce(ctx, RED.SUM, before, [dim + 1], False), torch.int64)
+    sizes = D.dims_of(ctx, input)
+    return (scatter_to(ctx, input, ranks, input, dim),
+            scatter_to(ctx, D.broadcast_to(ctx, index, sizes), ranks,
+                       D.broadcast_to(ctx, index, sizes), dim))
+
+
+def scatter_to(ctx, data, index, updates, dim: int):
+    """``data`` with data[.., index[k], ..] = updates[k] along ``dim`` (ELEMENT scatter)."""
+    layer = ctx.net.add_scatter(data, index, updates, trt.ScatterMode.ELEMENT)
+    layer.axis = dim
+    return ctx.name_layer(layer, "scatter").get_output(0)
