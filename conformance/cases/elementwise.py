@@ -33,6 +33,8 @@ CASES = [
          dtypes=(torch.float16, torch.int64)),
     Case(aten.add.Tensor, (T((2, 3), dtype=INT), ROW), name="promote_int_float"),
     Case(aten.add.Tensor, (T((2, 3)), T((2, 3))), name="bool", dtypes=BOOL),
+    Case(aten.add.Tensor, (T(()), T(())), name="zero_dim", dtypes=(torch.float32, INT)),
+    Case(aten.mul.Tensor, (T(()), T((2, 3))), name="zero_dim_broadcast"),
     Case(aten.add.Scalar, (T((2, 3)), 2), {"alpha": 3}, dtypes=ALL),
     Case(aten.add.Scalar, (T((2, 3), dtype=INT), 0.5), name="int_plus_float"),
     Case(aten.sub.Tensor, (T((2, 3)), ROW), dtypes=ALL),

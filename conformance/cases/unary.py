@@ -52,4 +52,5 @@ CASES = [
     Case(aten.signbit.default, (SIGNS,), dynamic=False),
     Case(aten.signbit.default, (T((2, 3)),), name="random", dtypes=ALL),
     Case(aten.exp.default, (SPECIAL,), name="special", dynamic=False, dtypes=FLOATS),
+    Case(aten.exp.default, (T(()),), name="zero_dim", dtypes=(torch.float32,)),
 ]
