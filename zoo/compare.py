@@ -35,6 +35,7 @@ TRACKED = (
     Metric("transitions", ("partition", "transitions"), EXACT, "counts", "lower"),
     Metric("supported_ops", ("ops", "supported"), EXACT, "counts", "higher"),
     Metric("total_ops", ("ops", "total"), EXACT, "counts"),
+    Metric("within_tolerance", ("accuracy", "within_tolerance"), EXACT, "counts", "higher"),
     Metric("outside_builder_s", ("outside_builder_seconds",), RATIO, "time", "lower"),
     Metric("build_s", ("phases", "build"), RATIO, "time", "lower"),
     Metric("latency_median_s", ("latency", "median_s"), RATIO, "time", "lower"),

@@ -27,7 +27,8 @@ def record(key="m/fast/fp32", status="ok", engines=2, torch_segments=1, transiti
                         "transitions": transitions},
              ops={"supported": supported, "total": total}, outside_builder_seconds=outside,
              phases={"build": build}, latency={"median_s": latency},
-             memory={"peak_rss_bytes": rss}, engines={"plan_bytes": plan})
+             memory={"peak_rss_bytes": rss}, engines={"plan_bytes": plan},
+             accuracy={"within_tolerance": True})
     return r
 
 
@@ -85,7 +86,16 @@ def test_counts_only_ignores_time_and_memory():
     deltas = compare([record()], [record(outside=20.0, rss=4000 * MiB)], counts_only=True)
     assert not regressions(deltas)
     assert {d.metric for d in deltas} == {"status", "engines", "torch_segments", "transitions",
-                                          "supported_ops", "total_ops"}
+                                          "supported_ops", "total_ops", "within_tolerance"}
+
+
+def test_losing_accuracy_is_a_regression():
+    base, new = record(), record()
+    base["accuracy"] = {"within_tolerance": True}
+    new["accuracy"] = {"within_tolerance": False}
+    verdict = verdicts(compare([base], [new], counts_only=True))
+    assert verdict[("m/fast/fp32", "within_tolerance")] == cmp.REGRESSED
+    assert verdicts(compare([new], [base]))[("m/fast/fp32", "within_tolerance")] == cmp.IMPROVED
 
 
 def test_status_missing_and_new_cells():

@@ -67,8 +67,8 @@ def test_anchor_ratios_are_ours_over_anchor_and_rss_over_weights():
 def test_markdown_report_sections():
     md = markdown(sweep())
     assert md.startswith("# Model zoo report")
-    for section in ("## Cells", "## Ratios vs the anchor", "## Peak compile memory by phase", "## Resource partitioning",
-                    "## Unsupported ops", "## Failures and fallbacks"):
+    for section in ("## Cells", "## Ratios vs the anchor", "## Peak compile memory by phase",
+                    "## Resource partitioning", "## Unsupported ops", "## Failures and fallbacks"):
         assert section in md
     assert "| resnet18 | fast | fp32 | ok | 3 | 2 | 4 | 80/91 |" in md
     assert "0.40 ✓" in md  # 0.6 s / 1.5 s
