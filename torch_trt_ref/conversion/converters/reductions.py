@@ -79,6 +79,8 @@ def _register_reduction(target, op):
         out = ctx.out_dtype
         x = helpers.cast(ctx, input, torch.bool) if out == torch.bool else input
         x = helpers.cast(ctx, x, out if out in REDUCIBLE else torch.int32)
+        if target == aten.any.dims and dim is not None and len(dim) == 0:
+            return x  # unlike sum and amax, any(dim=[]) reduces nothing
         return reduce(ctx, op, x, reduce_dims(dim, len(x.shape)), keepdim)
 
 
