@@ -42,6 +42,8 @@ CASES = [
     Case(aten.index_select.default, (T((5, 3), dynamic=(1,)), 0,
                                      W((2,), dtype=I64, values=[4, 1])),
          dtypes=F32, name="weight_index"),
+    Case(aten.index_select.default, (W((5, 3)), 0, idx((4,), 4)), dtypes=F32,
+         name="weight_input"),
     Case(aten.gather.default, (T((3, 5)), 1, idx((3, 4), 4)), dtypes=ALL),
     Case(aten.gather.default, (T((4, 3)), -2, idx((4, 3), 2)), dtypes=F32, name="dim0"),
     Case(aten.gather.default, (T((3, 5), dynamic=(1,)), 1, idx((2, 2), 3, dynamic=())),
@@ -56,6 +58,7 @@ CASES = [
          {"at": (1, 2)}, check_op=IX, dtypes=F32, name="adjacent_inner"),
     Case(index_at, (T((4, 3, 5), dynamic=(1,)), idx((2,), 3), idx((2,), 4, low=-5)),
          {"at": (0, 2)}, check_op=IX, dtypes=F32, name="split"),
+    Case(index_at, (W((6, 3)), idx((4,), 5)), check_op=IX, dtypes=F32, name="weight_input"),
     # GPT-2's position lookup: x[i0, i1] with broadcasting index tensors
     Case(index_at, (T((2, 6), dynamic=()), idx((1, 1, 1), 1, dynamic=()),
                     idx((1, 4, 1), 5, dynamic=(1,))), {"at": (0, 1)}, check_op=IX,

@@ -49,6 +49,7 @@ def embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sp
 
 
 @converter(aten.index_select.default, dynamic=True)
+@D.itensor_input
 def index_select(ctx, input, dim, index):
     index = helpers.itensor(ctx, index)
     if len(index.shape) == 0:
@@ -142,6 +143,7 @@ class Indexing:
 
 
 @converter(aten.index.Tensor, validator=_index_ok, dynamic=True)
+@D.itensor_input
 def index(ctx, input, indices):
     indices = list(indices)
     present = [p for p, i in enumerate(indices) if i is not None]
@@ -170,6 +172,7 @@ def _index_put_ok(node, settings):
 
 
 @converter(aten.index_put.default, validator=_index_put_ok, dynamic=True)
+@D.itensor_input
 def index_put(ctx, input, indices, values, accumulate=False):
     indices = list(indices)
     values = helpers.itensor(ctx, values, helpers.dtype_of(input))

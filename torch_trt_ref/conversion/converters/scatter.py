@@ -35,6 +35,7 @@ def _scatter_ok(node, settings):
 
 
 @converter(aten.scatter.src, validator=_scatter_ok, dynamic=True)
+@D.itensor_input
 def scatter_src(ctx, input, dim, index, src):
     src = helpers.itensor(ctx, src, helpers.dtype_of(input))
     layer = ctx.net.add_scatter(input, helpers.itensor(ctx, index), src,
@@ -44,6 +45,7 @@ def scatter_src(ctx, input, dim, index, src):
 
 
 @converter(aten.scatter.value, validator=_scatter_ok, dynamic=True)
+@D.itensor_input
 def scatter_value(ctx, input, dim, index, value):
     index = helpers.itensor(ctx, index)
     return scatter_src(ctx, input, dim, index, _filled_like(ctx, index, value, input))
@@ -125,16 +127,19 @@ def scatter_reduce_impl(ctx, input, dim, index, src, reduce_name, include_self):
 
 
 @converter(aten.scatter_reduce.two, validator=_scatter_reduce_ok, dynamic=True)
+@D.itensor_input
 def scatter_reduce(ctx, input, dim, index, src, reduce, include_self=True):
     return scatter_reduce_impl(ctx, input, dim, index, src, reduce, include_self)
 
 
 @converter(aten.scatter_add.default, validator=_scatter_reduce_ok, dynamic=True)
+@D.itensor_input
 def scatter_add(ctx, input, dim, index, src):
     return scatter_reduce_impl(ctx, input, dim, index, src, "sum", True)
 
 
 @converter(aten.slice_scatter.default, dynamic=True)
+@D.itensor_input
 def slice_scatter(ctx, input, src, dim=0, start=None, end=None, step=1):
     """input with input[.., start:end:step, ..] = src, as an ELEMENT scatter whose index
     is start + step * i along ``dim``."""
@@ -172,6 +177,7 @@ def _index_reduce_ok(node, settings):
 
 
 @converter(aten.index_reduce.default, validator=_index_reduce_ok, dynamic=True)
+@D.itensor_input
 def index_reduce(ctx, input, dim, index, source, reduce, include_self=True):
     """out[.., index[j], ..] <reduce>= source[.., j, ..]: scatter_reduce with the 1-D
     index broadcast along the other dims of source."""
@@ -185,6 +191,7 @@ def index_reduce(ctx, input, dim, index, source, reduce, include_self=True):
 
 
 @converter(aten.masked_scatter.default, dynamic=True)
+@D.itensor_input
 def masked_scatter(ctx, input, mask, source):
     """The k-th true element of mask (row-major) takes source.flatten()[k]: k is the
     running count of true elements, so one cumsum and one gather do it."""
@@ -213,11 +220,13 @@ def _legacy_ok(node, settings):
 
 
 @converter(aten.scatter.reduce, validator=_legacy_ok, dynamic=True)
+@D.itensor_input
 def scatter_src_reduce(ctx, input, dim, index, src, reduce):
     return scatter_reduce_impl(ctx, input, dim, index, src, _LEGACY_REDUCE[reduce], True)
 
 
 @converter(aten.scatter.value_reduce, validator=_legacy_ok, dynamic=True)
+@D.itensor_input
 def scatter_value_reduce(ctx, input, dim, index, value, reduce):
     index = helpers.itensor(ctx, index)
     return scatter_reduce_impl(ctx, input, dim, index, _filled_like(ctx, index, value, input),
