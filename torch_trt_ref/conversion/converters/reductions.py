@@ -93,8 +93,9 @@ for _target, _op in _REDUCTIONS.items():
 # extreme), which TopK does not promise; so: extreme -> equality mask -> min position.
 
 def _arg_ok(node, settings):
-    if node.args[0].meta["val"].dtype == torch.bool:
-        return "arg-reductions of bool tensors are not supported"
+    dtype = node.args[0].meta["val"].dtype
+    if dtype not in REDUCIBLE:
+        return f"arg-reductions of {dtype} tensors are not supported"
     return None
 
 
