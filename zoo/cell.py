@@ -35,10 +35,13 @@ def _error(stage: str, err: BaseException) -> dict[str, Any]:
             "traceback": "".join(tb)[-4000:]}
 
 
-def settings_for(cell: Cell, weight_bytes: int) -> dict[str, Any]:
-    """Compile keyword settings of a cell. Resource partitioning gets a CPU budget whose
-    per-engine share is ``budget_fraction`` of the weights in the cell's precision."""
-    kwargs: dict[str, Any] = {"partitioner": cell.strategy, "precision": cell.precision}
+def settings_for(cell: Cell, weight_bytes: int, base: dict[str, Any] | None = None
+                 ) -> dict[str, Any]:
+    """Compile keyword settings of a cell (on top of the entry's ``base`` settings).
+    Resource partitioning gets a CPU budget whose per-engine share is ``budget_fraction`` of
+    the weights in the cell's precision."""
+    kwargs: dict[str, Any] = {**(base or {}), "partitioner": cell.strategy,
+                              "precision": cell.precision}
     if cell.resource_partitioning:
         itemsize = PRECISION_DTYPES[cell.precision].itemsize
         engine_budget = max(1, int(weight_bytes * itemsize / 4 * cell.budget_fraction))
@@ -99,7 +102,7 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
         record["eager_latency"] = measure.latency(lambda: model(*args, **kwargs), 0,
                                                   min(runs, 5), max_seconds / 4)
         stage = "compile"
-        settings = settings_for(cell, weight_bytes)
+        settings = settings_for(cell, weight_bytes, entry.compile_settings)
         compile_args, compile_kwargs = (entry.dynamic if cell.dynamic and entry.dynamic
                                         else (args, kwargs))
         gc.collect()

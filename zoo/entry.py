@@ -19,7 +19,8 @@ DEFAULT_TOLERANCES = {"fp32": 1e-3, "fp16": 5e-2, "bf16": 2e-1}
 class ZooEntry:
     """One zoo model. ``factory()`` returns the model in eval mode with random weights
     (seeded, nothing downloaded); ``inputs()`` returns ``(args, kwargs)`` of example tensors;
-    ``dynamic`` is an optional ``(args, kwargs)`` of ``torch_trt_ref.Input`` specs."""
+    ``dynamic`` is an optional ``(args, kwargs)`` of ``torch_trt_ref.Input`` specs;
+    ``compile_settings`` are settings every harness compile of this model uses."""
 
     name: str
     factory: Callable[[], torch.nn.Module]
@@ -28,6 +29,7 @@ class ZooEntry:
     tolerances: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_TOLERANCES))
     tags: tuple[str, ...] = ()
     description: str = ""
+    compile_settings: dict[str, Any] = field(default_factory=dict)  # e.g. min_block_size
 
     def __post_init__(self):
         object.__setattr__(self, "factory", _seeded_eval(self.factory))

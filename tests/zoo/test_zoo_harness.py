@@ -23,7 +23,8 @@ def test_matrix_rejects_unknown_strategy():
 
 def test_failing_cell_is_recorded_and_the_sweep_goes_on(tmp_path):
     out = tmp_path / "zoo.jsonl"
-    cells = [Cell("no_such_model", "fast", "fp32"), Cell("lgamma_graph", "fast", "fp32")]
+    cells = [Cell("no_such_model", "fast", "fp32"),
+             Cell("lgamma_graph", "dependency_aware", "fp32")]
     records = sweep(cells, out, isolation="none", progress=False,
                     measure={"warmup": 0, "runs": 3, "max_seconds": 1.0})
     assert [r["cell"]["key"] for r in read_records(out)] == [c.key for c in cells]
@@ -36,6 +37,10 @@ def test_failing_cell_is_recorded_and_the_sweep_goes_on(tmp_path):
     assert good["status"] == "ok", good["error"]
     assert good["ops"]["total"] == 7
     assert good["ops"]["unsupported"].get("aten.lgamma.default") == 3
+    assert good["settings"]["min_block_size"] == 1  # the entry's compile_settings apply
+    # seed 000's dependency-aware plan: TRT(add, mul, div) -> Torch(3 x lgamma) -> TRT(cat)
+    assert good["partition"] == {"engines": 2, "torch_segments": 1, "transitions": 2,
+                                 "planned_tensorrt_segments": 2, "fallbacks": {}}
     assert good["accuracy"]["within_tolerance"], good["accuracy"]
     assert good["latency"]["runs"] >= 3
 

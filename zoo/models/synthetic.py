@@ -55,8 +55,10 @@ def _features():
 ENTRIES = [
     ZooEntry("lgamma_graph", LgammaGraph, _positive_pair, None, tolerances(),
              ("synthetic", "quick", "seed000"),
-             "seed 000 graph: cat of lgamma(x), lgamma(y), lgamma(x/y), x+y, x*y"),
+             "seed 000 graph: cat of lgamma(x), lgamma(y), lgamma(x/y), x+y, x*y",
+             {"min_block_size": 1}),
     ZooEntry("unconvertible", Unconvertible, _features, None, tolerances(),
              ("synthetic", "unsupported"),
-             "linear blocks interleaved with special.i0, rfft (complex) and lgamma"),
+             "linear blocks interleaved with special.i0, rfft (complex) and lgamma",
+             {"min_block_size": 1}),
 ]
