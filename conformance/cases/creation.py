@@ -7,6 +7,7 @@ import torch
 from ..case import ALL, Case, T
 
 aten = torch.ops.aten
+ONE = (torch.float32,)  # variants whose dtype does not matter run in fp32 only
 ANY = ALL + (torch.bool,)
 F32, I32, I64 = torch.float32, torch.int32, torch.int64
 
@@ -62,8 +63,8 @@ CASES = [
     Case(aten.full.default, ([2, 3], 2), {"dtype": torch.bool}, dtypes=(F32,), name="bool"),
     Case(aten.full.default, ([], 0.25), dtypes=(F32,), name="scalar"),
     Case(aten.full_like.default, (T((2, 3)), 1.5), dtypes=ANY),
-    Case(aten.full_like.default, (T((2, 3)), 0), {"dtype": I32}, name="dtype"),
-    Case(aten.full_like.default, (T((2, 3)), float("inf")), name="inf"),
+    Case(aten.full_like.default, (T((2, 3)), 0), {"dtype": I32}, name="dtype", dtypes=ONE),
+    Case(aten.full_like.default, (T((2, 3)), float("inf")), name="inf", dtypes=ONE),
     Case(aten.scalar_tensor.default, (2.5,), dtypes=(F32,)),
     Case(scalar_of, (T((2,)), 3), check_op=aten.scalar_tensor.default, dtypes=ANY,
          name="dtype"),
