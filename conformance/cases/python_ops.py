@@ -53,6 +53,17 @@ def ceil_half(x):
     return torch.full([math.ceil(x.shape[0] / 4)], 1.0)
 
 
+def mod_plus_2(x):
+    return torch.full([x.shape[0] % 4 + 2], 1.0)
+
+
+def _compare(op):
+    def fn(x):
+        return x * op(x.shape[0], 5)  # the dynamic cells run at sizes 5 and 8
+    fn.__name__ = f"size_{op.__name__}_5"
+    return fn
+
+
 def _case(fn, target, dtypes=F32):
     return Case(fn, (X,), check_op=target, dtypes=dtypes, static=False, name=fn.__name__)
 
@@ -69,4 +80,7 @@ CASES = [
     _case(at_least_7, torch.sym_max),
     _case(at_most_6, torch.sym_min),
     _case(ceil_half, math.ceil),
+    _case(mod_plus_2, operator.mod),
+    *[_case(_compare(op), op) for op in (operator.eq, operator.ne, operator.lt, operator.le,
+                                          operator.gt, operator.ge)],
 ]

@@ -99,31 +99,10 @@ def neg(ctx, a):
     return -a if not helpers.is_tensor(a) else _binary(ctx, EW.SUB, 0, a, _kind(a))
 
 
-@converter(torch.sym_not, dynamic=True, family="python_ops")
-def sym_not(ctx, a):
-    return (not a) if not helpers.is_tensor(a) else _not(ctx, a)
-
-
-@converter(torch.sym_float, dynamic=True, family="python_ops")
-def sym_float(ctx, a):
-    return float(a) if not helpers.is_tensor(a) else helpers.cast(ctx, a, torch.float32)
-
-
-def _rounding(fn, op):
-    @converter(fn, dynamic=True, family="python_ops")
-    def convert(ctx, a):
-        if not helpers.is_tensor(a):
-            return fn(a)
-        if not helpers.dtype_of(a).is_floating_point:
-            return a
-        return helpers.cast(ctx, helpers.unary(ctx, op, a), torch.int64)
-
-
-_rounding(math.ceil, UN.CEIL)
-_rounding(math.floor, UN.FLOOR)
-
-
-@converter(torch.sym_int, dynamic=True, family="python_ops")
-def sym_int(ctx, a):
-    """Truncation toward zero, which is what TensorRT's float -> int cast does."""
-    return int(a) if not helpers.is_tensor(a) else helpers.cast(ctx, a, torch.int64)
+@converter(math.ceil, dynamic=True, family="python_ops")
+def ceil(ctx, a):
+    if not helpers.is_tensor(a):
+        return math.ceil(a)
+    if not helpers.dtype_of(a).is_floating_point:
+        return a
+    return helpers.cast(ctx, helpers.unary(ctx, UN.CEIL, a), torch.int64)
