@@ -10,7 +10,7 @@ from typing import Any
 SCHEMA_VERSION = 1
 CALIBRATION_PREFIX = "test_calibration_"
 DEFAULT_THRESHOLD = 1.5
-MIN_SECONDS = 0.005  # benchmarks or phases shorter than this (in the baseline and now) are not judged
+MIN_SECONDS = 0.005  # shorter than this in the baseline and now: noise, not judged
 
 
 def summarize(pytest_benchmark_json: dict[str, Any]) -> dict[str, Any]:
