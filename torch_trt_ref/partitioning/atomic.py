@@ -109,22 +109,28 @@ def _contained(found: dict[Node, Any], anchor: Node) -> bool:
 
 
 def find_atomic_groups(gm: GraphModule | Graph, patterns: list[AtomicPattern] | None = None,
+                       by_target: dict[Any, list[Node]] | None = None,
                        ) -> list[tuple[str, list[Node]]]:
     """Every match of every pattern as (pattern name, graph nodes). Matches of one pattern
     do not overlap (first match in graph order wins); matches of different patterns may.
 
     Anchored matching: for each pattern, only graph nodes whose target equals the anchor's
-    are tried, and the match walks the pattern's arguments backwards. Cost is O(N) to index
-    the graph plus O(candidates x pattern size)."""
-    graph = gm.graph if isinstance(gm, GraphModule) else gm
-    by_target: dict[Any, list[Node]] = {}
-    for node in graph.nodes:
-        if node.op == "call_function":
-            by_target.setdefault(node.target, []).append(node)
+    and whose arguments include the ops feeding the anchor are tried; the match then walks
+    the pattern's arguments backwards. Cost: O(N) to index the graph plus O(candidates x
+    pattern size). ``by_target`` (call_function nodes by target, in graph order) may be
+    passed when the caller has it already."""
+    if by_target is None:
+        by_target = {}
+        for node in (gm.graph if isinstance(gm, GraphModule) else gm).nodes:
+            if node.op == "call_function":
+                by_target.setdefault(node.target, []).append(node)
     groups = []
     for pattern in ATOMIC_PATTERNS if patterns is None else patterns:
+        feeding = {a.target for a in pattern.anchor.all_input_nodes if a.op == "call_function"}
         taken: set[Node] = set()
         for candidate in by_target.get(pattern.anchor.target, ()):
+            if not feeding <= {a.target for a in candidate.all_input_nodes}:
+                continue
             found: dict[Node, Any] = {}
             if not _match(pattern.anchor, candidate, found) or not _contained(found,
                                                                                 pattern.anchor):

@@ -4,7 +4,9 @@ partitioning and tensor-only TensorRT boundaries."""
 
 from __future__ import annotations
 
+import gc
 from collections import Counter
+from contextlib import contextmanager
 
 from torch.fx import GraphModule, Node
 
@@ -46,22 +48,24 @@ def _full_compilation_error(rejected: dict[Node, str]) -> UnsupportedOperatorErr
 
 def unit_graph(gm: GraphModule, settings: CompilationSettings, rejected: dict[Node, str],
                multi_backend: bool = False, atomic: list[list[Node]] | None = None,
-               ) -> UnitGraph:
+               calls: list[Node] | None = None) -> UnitGraph:
     """The unit graph a strategy sees. Each node's target is tensorrt when it passed the
     capability check (not in ``rejected``), else torch; with ``multi_backend`` the first
     backend of ``backend_priority`` accepting it. Atomic groups count only when every
     member can run in TensorRT (there is no fusion to keep otherwise)."""
-    calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    if calls is None:
+        calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     if atomic is None:
         atomic = [nodes for _, nodes in find_atomic_groups(gm)]
     atomic = [g for g in atomic if not any(n in rejected for n in g)]
     if multi_backend:
         priority = backend_priority(settings)
         ok = lambda n, b: accepts(n, b, n not in rejected, settings)
+        node_target = {n: next(b for b in priority if ok(n, b)) for n in calls}
     else:
         priority = (TENSORRT, TORCH)
         ok = lambda n, b: b == TORCH or n not in rejected
-    node_target = {n: next(b for b in priority if ok(n, b)) for n in calls}
+        node_target = {n: TORCH if n in rejected else TENSORRT for n in calls}
     return build_units(gm, node_target, ok, priority, atomic)
 
 
@@ -77,19 +81,39 @@ def partition(gm: GraphModule, settings: CompilationSettings,
     under require_full_compilation, where the graph is fully supported); adjacent
     segments of one target merge; resource partitioning when enabled; a TensorRT segment
     that would pass a non-tensor across its boundary rejects the offending node and the
-    plan is redone."""
-    spec = STRATEGIES[strategy or settings.partitioner]
+    plan is redone. Cost: O(N + E) for every strategy (see docs/partitioning.md)."""
+    with _gc_paused():
+        return _partition(gm, settings, registry, STRATEGIES[strategy or settings.partitioner])
+
+
+@contextmanager
+def _gc_paused():
+    """Partitioning allocates many small containers and no reference cycles; pausing the
+    cyclic collector avoids collections that walk every object of a large graph."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _partition(gm: GraphModule, settings: CompilationSettings, registry: ConverterRegistry,
+               spec) -> PartitionResult:
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
     rejected: dict[Node, str] = {}
+    by_target: dict = {}  # one scan: capability and the index the pattern matcher uses
     for node in calls:
         reason = check_node(node, settings, registry)
         if reason is not None:
             rejected[node] = reason
+        by_target.setdefault(node.target, []).append(node)
     if settings.require_full_compilation and rejected:
         raise _full_compilation_error(rejected)
-    atomic = [nodes for _, nodes in find_atomic_groups(gm)]
+    atomic = [nodes for _, nodes in find_atomic_groups(gm, by_target=by_target)]
     while True:
-        units = unit_graph(gm, settings, rejected, spec.multi_backend, atomic)
+        units = unit_graph(gm, settings, rejected, spec.multi_backend, atomic, calls)
         reasons = dict(units.reasons)
         segments = spec.run(units, settings)
         if not settings.require_full_compilation:

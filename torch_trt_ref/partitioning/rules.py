@@ -13,9 +13,17 @@ def apply_min_block_size(segments: list[Segment], min_block_size: int,
                          reasons: dict[Node, str] | None = None) -> list[Segment]:
     """Accelerator segments (any target but torch) with fewer than ``min_block_size``
     compute nodes (see ``capability.is_compute_node``) run in PyTorch instead."""
+    from .capability import is_compute_node
+
     for seg in segments:
-        size = seg.compute_size()
-        if seg.target != TORCH and size < min_block_size:
+        if seg.target == TORCH:
+            continue
+        size = 0
+        for node in seg.nodes:  # count only as far as needed
+            size += is_compute_node(node)
+            if size >= min_block_size:
+                break
+        if size < min_block_size:
             if reasons is not None:
                 for node in seg.nodes:
                     reasons.setdefault(node, f"its {seg.target} segment has {size} compute "
@@ -26,12 +34,12 @@ def apply_min_block_size(segments: list[Segment], min_block_size: int,
 
 def merge_adjacent(segments: list[Segment]) -> list[Segment]:
     """Merge consecutive segments with the same target unless one is marked do_not_merge.
-    Consecutive segments in a valid order stay valid when merged."""
+    Consecutive segments in a valid order stay valid when merged. Returns new segments."""
     merged: list[Segment] = []
     for seg in segments:
         if merged and merged[-1].target == seg.target and not (
                 seg.do_not_merge or merged[-1].do_not_merge):
-            merged[-1].nodes.extend(seg.nodes)
+            merged[-1].nodes += seg.nodes
         else:
             merged.append(Segment(seg.target, list(seg.nodes), seg.do_not_merge))
     return merged
@@ -59,20 +67,25 @@ def fill_boundaries(gm: GraphModule, segments: list[Segment]) -> None:
     for i, seg in enumerate(segments):
         inputs: dict[Node, None] = {}
         outputs: dict[Node, None] = {}
+        weights: dict[str, Node] = {}
         for node in seg.nodes:
             for arg in node.all_input_nodes:
-                if owner.get(arg) != i and arg.op != "get_attr":
+                if arg.op == "get_attr":
+                    weights[arg.target] = arg
+                elif owner.get(arg) != i:
                     inputs[arg] = None
-            if any(owner.get(u) != i for u in node.users):
-                outputs[node] = None
+            for user in node.users:
+                if owner.get(user) != i:
+                    outputs[node] = None
+                    break
         seg.inputs, seg.outputs = list(inputs), list(outputs)
-        seg.weight_bytes = sum(attr_nbytes(gm, a) for a in weights_of(seg.nodes).values())
+        seg.weight_bytes = sum(attr_nbytes(gm, a) for a in weights.values())
 
 
 def boundary_violations(segments: list[Segment]) -> dict[Node, str]:
     """TensorRT segments may only exchange tensors with the rest of the graph. (Fusion
     groups keep non-tensor edges inside one unit; what is left are non-tensor graph inputs
-    and non-tensor graph outputs.)"""
+    and non-tensor graph outputs.) Looks at segment boundaries only."""
     bad: dict[Node, str] = {}
     for seg in segments:
         if seg.target != TENSORRT:
@@ -80,9 +93,10 @@ def boundary_violations(segments: list[Segment]) -> dict[Node, str]:
         for node in seg.outputs:
             if not is_tensor_value(node):
                 bad[node] = "its non-tensor value would leave a TensorRT segment"
-        members = set(seg.nodes)
-        for node in seg.nodes:
-            if any(not is_tensor_value(a) and a not in members and a.op != "get_attr"
-                   for a in node.all_input_nodes):
-                bad[node] = "takes a non-tensor value from outside its TensorRT segment"
+        for value in seg.inputs:
+            if not is_tensor_value(value):
+                members = set(seg.nodes)
+                for user in value.users:
+                    if user in members:
+                        bad[user] = "takes a non-tensor value from outside its TensorRT segment"
     return bad

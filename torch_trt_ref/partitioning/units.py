@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Callable
 
 import torch
@@ -53,11 +54,15 @@ class UnitGraph:
     deps: list[list[int]]  # units each unit reads values from
     users: list[list[int]]
     control_flow: list[bool]
-    unit_of: dict[Node, int] = field(default_factory=dict)
     reasons: dict[Node, str] = field(default_factory=dict)  # why a node lost its own target
 
     def __len__(self) -> int:
         return len(self.nodes)
+
+    @cached_property
+    def unit_of(self) -> dict[Node, int]:
+        """The unit holding each node."""
+        return {n: u for u, members in enumerate(self.nodes) for n in members}
 
     def segment(self, target: str, units: list[int], do_not_merge: bool = False) -> Segment:
         """A segment of ``units``, in unit order (a topological order close to the graph's)."""
@@ -76,25 +81,30 @@ def build_units(gm: GraphModule, node_target: dict[Node, str], accepts: Accepts,
     every member (torch accepts all). O(N + E); a heap orders the units only when the
     graph order of their first nodes is not already topological."""
     calls = list(node_target)
-    index = {n: i for i, n in enumerate(calls)}
+    index: dict[Node, int] = {}
+    non_tensor = []
+    for i, node in enumerate(calls):
+        index[node] = i
+        if not is_tensor_value(node):
+            non_tensor.append(i)
     uf = _UnionFind(len(calls))
     grouped = False
-    for i, node in enumerate(calls):
-        if not is_tensor_value(node):
-            for user in node.users:
-                j = index.get(user)
-                if j is not None:
-                    uf.union(i, j)
-                    grouped = True
+    for i in non_tensor:
+        for user in calls[i].users:
+            j = index.get(user)
+            if j is not None:
+                uf.union(i, j)
+                grouped = True
     for group in atomic:
         for member in group[1:]:
             uf.union(index[group[0]], index[member])
             grouped = True
-    if not grouped:
-        return _ordered(calls, index, list(range(len(calls))), node_target, accepts, priority)
-    roots = [uf.find(i) for i in range(len(calls))]
-    return _ordered(calls, index, _merge_cycles(calls, index, roots), node_target, accepts,
-                    priority)
+    roots = [uf.find(i) for i in range(len(calls))] if grouped else list(range(len(calls)))
+    units = _ordered(calls, index, roots, node_target, accepts, priority)
+    if units is None:  # some groups depend on each other both ways: merge them
+        roots = _merge_cycles(calls, index, roots)
+        units = _ordered(calls, index, roots, node_target, accepts, priority)
+    return units
 
 
 def _group_target(group: list[Node], node_target: dict[Node, str], accepts: Accepts,
@@ -159,15 +169,21 @@ def _merge_cycles(calls: list[Node], index: dict[Node, int], roots: list[int]) -
 
 def _ordered(calls: list[Node], index: dict[Node, int], roots: list[int],
              node_target: dict[Node, str], accepts: Accepts,
-             priority: tuple[str, ...]) -> UnitGraph:
+             priority: tuple[str, ...]) -> UnitGraph | None:
     """Number groups by their first node, compute edges, and order them topologically
-    (Kahn's algorithm, earliest first node first) when that numbering is not already."""
-    gid: dict[int, int] = {}
-    group_of = [gid.setdefault(r, len(gid)) for r in roots]
-    groups: list[list[Node]] = [[] for _ in gid]
-    for i, g in enumerate(group_of):
-        groups[g].append(calls[i])
+    (Kahn's algorithm, earliest first node first) when that numbering is not already.
+    None when the groups form a cycle."""
+    gid = [-1] * len(roots)
+    group_of = []
+    groups: list[list[Node]] = []
+    for i, root in enumerate(roots):
+        if gid[root] < 0:
+            gid[root] = len(groups)
+            groups.append([])
+        group_of.append(gid[root])
+        groups[gid[root]].append(calls[i])
     deps: list[list[int]] = []
+    control_flow: list[bool] = []
     topological = True
     for g, members in enumerate(groups):
         ds = {group_of[j] for n in members for a in n.all_input_nodes
@@ -175,8 +191,12 @@ def _ordered(calls: list[Node], index: dict[Node, int], roots: list[int],
         ds.discard(g)
         topological = topological and all(d < g for d in ds)
         deps.append(sorted(ds))
+        control_flow.append(any(is_control_flow(n) for n in members))
     if not topological:
-        groups, deps = _kahn(groups, deps)
+        ordered = _kahn(groups, deps, control_flow)
+        if ordered is None:
+            return None
+        groups, deps, control_flow = ordered
     users: list[list[int]] = [[] for _ in groups]
     for g, ds in enumerate(deps):
         for d in ds:
@@ -184,13 +204,12 @@ def _ordered(calls: list[Node], index: dict[Node, int], roots: list[int],
     reasons: dict[Node, str] = {}
     targets = [node_target[m[0]] if len(m) == 1 else
                _group_target(m, node_target, accepts, priority, reasons) for m in groups]
-    return UnitGraph(
-        nodes=groups, targets=targets, deps=deps, users=users,
-        control_flow=[any(is_control_flow(n) for n in m) for m in groups],
-        unit_of={n: u for u, m in enumerate(groups) for n in m}, reasons=reasons)
+    return UnitGraph(nodes=groups, targets=targets, deps=deps, users=users,
+                     control_flow=control_flow, reasons=reasons)
 
 
-def _kahn(groups: list[list[Node]], deps: list[list[int]]):
+def _kahn(groups: list[list[Node]], deps: list[list[int]], flags: list[bool]):
+    """Topological order of groups (earliest first node first), or None on a cycle."""
     users: list[list[int]] = [[] for _ in groups]
     for g, ds in enumerate(deps):
         for d in ds:
@@ -206,5 +225,8 @@ def _kahn(groups: list[list[Node]], deps: list[list[int]]):
             remaining[u] -= 1
             if remaining[u] == 0:
                 heapq.heappush(heap, u)
+    if len(order) < len(groups):
+        return None
     new = {g: i for i, g in enumerate(order)}
-    return [groups[g] for g in order], [sorted(new[d] for d in deps[g]) for g in order]
+    return ([groups[g] for g in order], [sorted(new[d] for d in deps[g]) for g in order],
+            [flags[g] for g in order])
