@@ -65,7 +65,7 @@ def test_expression_form_is_exported_lgamma_first(expression_graph):
     """torch.cat([lgamma(x), lgamma(y), lgamma(x/y), x+y, x*y]) exports lgamma, lgamma, div,
     lgamma, add, mul, cat: the linear traversal already gives 4 there."""
     assert [len(_plan(expression_graph, s)) for s in
-            ("linear", "fast", "dependency_aware", "global")] == [4, 4, 3, 3]
+            ("linear", "fast", "dependency_aware", "global", "hierarchical")] == [4, 4, 3, 3, 4]
     assert _plan(expression_graph, "dependency_aware") == [
         (TRT, ["div"]), (PT, ["lgamma", "lgamma", "lgamma"]), (TRT, ["add", "cat", "mul"])]
 

@@ -66,7 +66,7 @@ def unit_graph(gm: GraphModule, settings: CompilationSettings, rejected: dict[No
         priority = (TENSORRT, TORCH)
         ok = lambda n, b: b == TORCH or n not in rejected
         node_target = {n: TORCH if n in rejected else TENSORRT for n in calls}
-    return build_units(gm, node_target, ok, priority, atomic)
+    return build_units(node_target, ok, priority, atomic)
 
 
 def partition(gm: GraphModule, settings: CompilationSettings,

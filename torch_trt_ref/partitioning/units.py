@@ -10,7 +10,7 @@ from functools import cached_property
 from typing import Callable
 
 import torch
-from torch.fx import GraphModule, Node
+from torch.fx import Node
 
 from ..settings import op_name
 from .result import TORCH, Segment
@@ -69,8 +69,8 @@ class UnitGraph:
         return Segment(target, [n for u in sorted(units) for n in self.nodes[u]], do_not_merge)
 
 
-def build_units(gm: GraphModule, node_target: dict[Node, str], accepts: Accepts,
-                priority: tuple[str, ...], atomic: list[list[Node]] = ()) -> UnitGraph:
+def build_units(node_target: dict[Node, str], accepts: Accepts, priority: tuple[str, ...],
+                atomic: list[list[Node]] = ()) -> UnitGraph:
     """Group nodes into units and order the units topologically.
 
     Groups: a node and its users when the node's value is not a tensor; each atomic match.
