@@ -56,6 +56,9 @@ def run_command(args: argparse.Namespace) -> int:
     records = read_records(out)
     if not args.no_report:
         _write_reports(records, out.with_suffix(".md"), out.with_suffix(".html"))
+    from .report import anchor_section
+
+    print("\n".join(["Ratios vs the anchor (fp32):", *anchor_section(records)]))
     failed = [r for r in records if r["status"] != "ok"]
     print(f"zoo: {len(records) - len(failed)}/{len(records)} cells ok", file=sys.stderr)
     return 1 if failed and args.fail_on_error else 0
