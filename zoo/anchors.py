@@ -40,6 +40,8 @@ def anchor_rows(records: list[dict]) -> list[dict[str, Any]]:
         ours_s = r["outside_builder_seconds"]
         rss = r["memory"]["peak_rss_bytes"]
         row = {"model": name, "strategy": r["cell"]["strategy"], "outside_builder_s": ours_s,
+               "compile_cpu_s": r.get("compile_cpu_seconds"),
+               "compile_s": r.get("compile_seconds"),
                "anchor_s": anchor.get("outside_builder_s"), "peak_rss_bytes": rss,
                "weight_bytes": weights, "anchor_rss_bytes": anchor.get("peak_rss_bytes"),
                "rss_per_weight": rss / weights if weights else None,

@@ -106,8 +106,10 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
         compile_args, compile_kwargs = (entry.dynamic if cell.dynamic and entry.dynamic
                                         else (args, kwargs))
         gc.collect()
+        cpu_start = time.process_time()
         with PhaseRSS() as rss:
             compiled = torch_trt_ref.compile(model, compile_args, compile_kwargs, **settings)
+        record["compile_cpu_seconds"] = time.process_time() - cpu_start
         record.update(_compile_metrics(compiled, compiled.compile_report, weight_bytes))
         record["memory"] = {"peak_rss_bytes": rss.above_baseline, "baseline_rss_bytes":
                             rss.baseline, "weight_bytes": weight_bytes,
