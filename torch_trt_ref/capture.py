@@ -56,13 +56,11 @@ def eval_mode(model: torch.nn.Module):
 
 
 def capture(model: torch.nn.Module | ExportedProgram, args: Sequence[Any],
-            kwargs: dict[str, Any] | None = None, aten_ir: bool = True) -> ExportedProgram:
+            kwargs: dict[str, Any] | None = None,
+            table: dict | None = None) -> ExportedProgram:
     """torch.export ``model`` on example inputs made from ``args``/``kwargs`` (tensors or
-    Inputs); dynamic Input ranges become export Dims.
-
-    With ``aten_ir`` the model is traced once, straight to functional ATen IR (composite
-    ops already decomposed), so lowering only retraces the few nodes that still need a
-    decomposition instead of the whole program (``run_decompositions``)."""
+    Inputs); dynamic Input ranges become export Dims. ``table`` is the decomposition table
+    lowering will apply (see ``export_program``)."""
     if isinstance(model, ExportedProgram):
         return model
     kwargs = kwargs or {}
@@ -77,18 +75,33 @@ def capture(model: torch.nn.Module | ExportedProgram, args: Sequence[Any],
         dynamic = {n: dynamic.get(n) for n in names}
     ex_args = example_args(args)
     ex_kwargs = {k: (v.example() if isinstance(v, Input) else v) for k, v in kwargs.items()}
-    with eval_mode(model), torch.no_grad():
-        if aten_ir:
-            try:  # one trace straight to ATen IR (private API; public path below)
+    with eval_mode(model):
+        return export_program(model, ex_args, ex_kwargs, dynamic, table)
+
+
+def export_program(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any,
+                   table: dict | None = None) -> ExportedProgram:
+    """Export ``model``. Given the decomposition ``table`` lowering will apply, the model is
+    traced once straight to functional ATen IR, keeping whole the composite ops the table
+    does not decompose, so lowering only retraces the few nodes still in the table
+    (``decompose_locally``) instead of the whole program. This uses torch's private export
+    entry point; where it is unavailable the public ``torch.export.export`` is used and
+    lowering runs ``run_decompositions``."""
+    with torch.no_grad():
+        if table is not None:
+            try:
                 from torch.export._trace import _export
 
-                ep = _export(model, ex_args, ex_kwargs, dynamic_shapes=dynamic, strict=False,
-                             pre_dispatch=False)
+                from .lowering.decompositions import preserve_composites
+
+                with preserve_composites(table):
+                    ep = _export(model, args, kwargs, dynamic_shapes=dynamic_shapes,
+                                 strict=False, pre_dispatch=False)
                 ep._torch_trt_ref_aten_ir = True
                 return ep
-            except (ImportError, TypeError):
+            except ImportError:
                 pass
-        return torch.export.export(model, ex_args, ex_kwargs, dynamic_shapes=dynamic,
+        return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes,
                                    strict=False)
 
 

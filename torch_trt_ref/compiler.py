@@ -53,8 +53,7 @@ def lower_program(ep: ExportedProgram, settings: CompilationSettings) -> GraphMo
     GraphModule (weights as get_attr) with the original calling convention."""
     table = decomposition_table(settings)
     gm = None
-    custom = settings.enabled_decompositions or settings.disabled_decompositions
-    if getattr(ep, "_torch_trt_ref_aten_ir", False) and not custom:
+    if getattr(ep, "_torch_trt_ref_aten_ir", False):
         gm = ep.module()
         try:
             decompose_locally(gm, table)
@@ -91,7 +90,7 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
 
     say = _progress(settings)
     with report.phase("capture"):
-        ep = capture(model, list(inputs), dict(kwarg_inputs))
+        ep = capture(model, list(inputs), dict(kwarg_inputs), decomposition_table(settings))
     say(f"captured in {report.phases['capture']:.2f}s")
     with report.phase("lowering"):
         gm = lower_program(ep, settings)

@@ -3,6 +3,7 @@ ones, adjustable through ``enabled_decompositions`` / ``disabled_decompositions`
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Callable
 
 import torch
@@ -41,7 +42,8 @@ KEEP = {aten.native_layer_norm.default, aten.gelu.default,
         aten.reflection_pad1d.default, aten.reflection_pad2d.default,
         aten.reflection_pad3d.default, aten.replication_pad1d.default,
         aten.replication_pad2d.default, aten.replication_pad3d.default,
-        aten._pad_circular.default, aten.roll.default}
+        aten._pad_circular.default, aten.roll.default,
+        aten.upsample_nearest2d.default, aten.native_channel_shuffle.default}
 
 
 def decomposition_table(settings: CompilationSettings) -> dict:
@@ -67,6 +69,23 @@ def linear(x, weight, bias=None):
     return out if bias is None else out + bias
 
 
+@contextmanager
+def preserve_composites(table: dict):
+    """While active, composite (CompositeImplicitAutograd) ops that ``table`` does not
+    decompose stay whole when traced, as ``run_decompositions`` keeps them. Uses torch's
+    private export helpers; raises ImportError where they do not exist."""
+    from torch.export.exported_program import (
+        _collect_all_valid_cia_ops,
+        _override_composite_implicit_decomp,
+        _special_op_to_preserve_cia,
+    )
+
+    keep = {op: _special_op_to_preserve_cia
+            for op in _collect_all_valid_cia_ops() if op not in table}
+    with _override_composite_implicit_decomp(keep):
+        yield
+
+
 # Bookkeeping ops torch's table lists but that must stay as they are.
 NEVER_DECOMPOSE = {aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default}
 
@@ -78,34 +97,38 @@ def decompose_locally(gm: torch.fx.GraphModule, table: dict) -> int:
     Only the nodes that need it are retraced, instead of the whole program. Returns the
     number of nodes decomposed; raises if a node cannot be traced (callers fall back to
     ``ExportedProgram.run_decompositions``)."""
-    from torch.fx.experimental.proxy_tensor import make_fx
-
     fake_mode = next((n.meta["val"].fake_mode for n in gm.graph.nodes if n.op == "placeholder"
                       and hasattr(n.meta.get("val"), "fake_mode")), None)
-    count = 0
-    for node in list(gm.graph.nodes):
-        if node.op != "call_function" or node.target not in table \
-                or node.target in NEVER_DECOMPOSE:
-            continue
-        inputs = node.all_input_nodes
-        if any(not isinstance(n.meta.get("val"), torch.Tensor) for n in inputs):
-            raise NotImplementedError(f"{node.name}: non-tensor inputs")
-        position = {n: i for i, n in enumerate(inputs)}
+    nodes = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in table
+             and n.target not in NEVER_DECOMPOSE]
+    if not nodes:
+        return 0
+    with preserve_composites(table):
+        for node in nodes:
+            _decompose_node(gm, node, table, fake_mode)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return len(nodes)
 
-        def call(*values, node=node, position=position):
-            args = torch.fx.node.map_arg(node.args, lambda n: values[position[n]])
-            kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: values[position[n]])
-            return node.target(*args, **kwargs)
 
-        with fake_mode:
-            sub = make_fx(call, decomposition_table=table, tracing_mode="real")(
-                *[n.meta["val"] for n in inputs])
-        _inline(gm, node, sub, inputs)
-        count += 1
-    if count:
-        gm.graph.eliminate_dead_code()
-        gm.recompile()
-    return count
+def _decompose_node(gm: torch.fx.GraphModule, node: torch.fx.Node, table: dict,
+                    fake_mode) -> None:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    inputs = node.all_input_nodes
+    if any(not isinstance(n.meta.get("val"), torch.Tensor) for n in inputs):
+        raise NotImplementedError(f"{node.name}: non-tensor inputs")
+    position = {n: i for i, n in enumerate(inputs)}
+
+    def call(*values):
+        args = torch.fx.node.map_arg(node.args, lambda n: values[position[n]])
+        kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: values[position[n]])
+        return node.target(*args, **kwargs)
+
+    with fake_mode:
+        sub = make_fx(call, decomposition_table=table, tracing_mode="real")(
+            *[n.meta["val"] for n in inputs])
+    _inline(gm, node, sub, inputs)
 
 
 def _inline(gm: torch.fx.GraphModule, node: torch.fx.Node, sub: torch.fx.GraphModule,
