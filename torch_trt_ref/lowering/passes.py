@@ -51,12 +51,15 @@ def _same_meta(node: Node) -> bool:
 
 
 def remove_asserts(gm: GraphModule, settings: CompilationSettings) -> GraphModule:
-    """Remove runtime shape/metadata assertions; the guards were settled at capture
-    (seed 001: exceptions cannot exist inside a TensorRT engine).
+    """Remove runtime shape/metadata assertions and export's input-guard call; the guards
+    were settled at capture (seed 001: exceptions cannot exist inside a TensorRT engine).
 
     Before: ``aten._assert_scalar(ge, 'size >= 2'); y = relu(x)``   After: ``y = relu(x)``"""
     for node in list(gm.graph.nodes):
         if node.op == "call_function" and node.target in ASSERT_OPS:
+            gm.graph.erase_node(node)
+        elif node.op == "call_module" and node.target == "_guards_fn" and not node.users:
+            # torch.export's input guards; compiled engines check their input ranges
             gm.graph.erase_node(node)
     return gm
 
