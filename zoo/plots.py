@@ -70,7 +70,7 @@ def compile_breakdown(records) -> bytes | None:
     if not rows:
         return None
     models = sorted(rows)
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(models) + 1.8))
+    fig, ax = plt.subplots(figsize=(9.5, 0.45 * len(models) + 1.8))
     left = [0.0] * len(models)
     for phase in PHASES:
         values = [rows[m]["phases"].get(phase, 0.0) for m in models]
@@ -78,7 +78,7 @@ def compile_breakdown(records) -> bytes | None:
         left = [a + b for a, b in zip(left, values)]
     ax.set_xlabel("seconds")
     ax.set_title("Compile time by phase (fp32)")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(axis="x", alpha=0.3)
     ax.invert_yaxis()
     return _png(fig)
