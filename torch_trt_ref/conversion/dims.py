@@ -38,12 +38,9 @@ def is_static(dims: Sequence[Dim]) -> bool:
     return not any(helpers.is_tensor(d) for d in dims)
 
 
-def as_dim(ctx: ConversionContext, d: Dim) -> Dim:
-    """An int, or ``d`` as a 1-element int64 ITensor (SymInts may arrive as 0-d)."""
-    if not helpers.is_tensor(d):
-        return int(d)
-    d = helpers.cast(ctx, d, torch.int64)
-    return helpers.reshape(ctx, d, [1]) if tuple(d.shape) != (1,) else d
+as_dim = helpers.as_dim
+shape_tensor = helpers.shape_tensor
+reshape = helpers.reshape
 
 
 def dim_op(ctx: ConversionContext, name: str, a: Dim, b: Dim) -> Dim:
@@ -89,40 +86,6 @@ def dims_of(ctx: ConversionContext, x) -> list[Dim]:
             gather = ctx.net.add_gather(shape, index, 0)
             out.append(ctx.name_layer(gather, "dim_size").get_output(0))
     return out
-
-
-def shape_tensor(ctx: ConversionContext, dims: Sequence[Dim]):
-    """A 1-D int64 shape tensor; runs of static dims become one constant."""
-    parts, run = [], []
-    for d in list(dims) + [None]:
-        if d is not None and not helpers.is_tensor(d):
-            run.append(int(d))
-            continue
-        if run:
-            parts.append(ctx.constant(torch.tensor(run, dtype=torch.int64)))
-            run = []
-        if d is not None:
-            parts.append(as_dim(ctx, d))
-    if not parts:
-        return ctx.constant(torch.zeros(0, dtype=torch.int64))
-    if len(parts) == 1:
-        return parts[0]
-    layer = ctx.net.add_concatenation(parts)
-    layer.axis = 0
-    return ctx.name_layer(layer, "shape_concat").get_output(0)
-
-
-def reshape(ctx: ConversionContext, x, dims: Sequence[Dim]):
-    """Reshape to ``dims`` (at most one -1); a shape tensor is used only when needed."""
-    # Inputs are created before the layer: the network's layer order is its run order.
-    shape = None if is_static(dims) else shape_tensor(ctx, dims)
-    layer = ctx.net.add_shuffle(x)
-    layer.zero_is_placeholder = False
-    if shape is None:
-        layer.reshape_dims = tuple(int(d) for d in dims)
-    else:
-        layer.set_input(1, shape)
-    return ctx.name_layer(layer, "reshape").get_output(0)
 
 
 def slice_nd(ctx: ConversionContext, x, start: Sequence[Dim], size: Sequence[Dim],

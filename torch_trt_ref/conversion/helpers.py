@@ -103,15 +103,29 @@ def dim_size(ctx: ConversionContext, x, dim: int):
     return ctx.name_layer(gather, "dim_size").get_output(0)
 
 
+def as_dim(ctx: ConversionContext, d: Any) -> Any:
+    """An int, or ``d`` as a 1-element int64 ITensor (SymInts may arrive as 0-d)."""
+    if not is_tensor(d):
+        return int(d)
+    d = cast(ctx, d, torch.int64)
+    return reshape(ctx, d, [1]) if tuple(d.shape) != (1,) else d
+
+
 def shape_tensor(ctx: ConversionContext, dims: Sequence[Any]):
-    """A 1-D int64 ITensor from a list of ints and 0-d/1-element int ITensors."""
-    parts = []
-    for d in dims:
-        if is_tensor(d):
-            d = cast(ctx, d, torch.int64)
-            parts.append(reshape(ctx, d, [1]) if len(d.shape) != 1 else d)
-        else:
-            parts.append(ctx.constant(torch.tensor([int(d)], dtype=torch.int64)))
+    """A 1-D int64 shape tensor from ints and 0-d/1-element int ITensors; runs of static
+    dims become one constant."""
+    parts, run = [], []
+    for d in list(dims) + [None]:
+        if d is not None and not is_tensor(d):
+            run.append(int(d))
+            continue
+        if run:
+            parts.append(ctx.constant(torch.tensor(run, dtype=torch.int64)))
+            run = []
+        if d is not None:
+            parts.append(as_dim(ctx, d))
+    if not parts:
+        return ctx.constant(torch.zeros(0, dtype=torch.int64))
     if len(parts) == 1:
         return parts[0]
     concat = ctx.net.add_concatenation(parts)

@@ -3,6 +3,7 @@ registered converter of each node to append layers to a strongly typed network."
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -97,7 +98,7 @@ class Interpreter:
                 ctx.tensors[node] = net.add_input(spec.name, to_trt_dtype(spec.dtype),
                                                   spec.trt_shape)
             elif node.op == "get_attr":
-                value = _fetch_attr(self.gm, node.target)
+                value = operator.attrgetter(node.target)(self.gm)
                 ctx.constants[node] = value
                 if isinstance(value, torch.Tensor):
                     key = value.untyped_storage().data_ptr()
@@ -146,13 +147,6 @@ class Interpreter:
             marked.add(value.name)
             result.output_names.append(value.name)
             result.output_dtypes.append(to_torch_dtype(value.dtype))
-
-
-def _fetch_attr(gm: GraphModule, target: str) -> Any:
-    obj = gm
-    for part in target.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 def _value(ctx: ConversionContext, node: Node) -> Any:

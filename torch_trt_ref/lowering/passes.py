@@ -91,7 +91,7 @@ def fold_constants(gm: GraphModule, settings: CompilationSettings) -> GraphModul
     def value(n: Node):
         if n not in env:
             if n.op == "get_attr":
-                env[n] = _attr(gm, n.target)
+                env[n] = operator.attrgetter(n.target)(gm)
             else:
                 args = torch.fx.node.map_arg(n.args, value)
                 kwargs = torch.fx.node.map_arg(n.kwargs, value)
@@ -113,10 +113,3 @@ def fold_constants(gm: GraphModule, settings: CompilationSettings) -> GraphModul
             node.replace_all_uses_with(attr)
     gm.graph.eliminate_dead_code()
     return gm
-
-
-def _attr(gm: GraphModule, target: str):
-    obj = gm
-    for part in target.split("."):
-        obj = getattr(obj, part)
-    return obj

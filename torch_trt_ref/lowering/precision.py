@@ -3,6 +3,8 @@ factory ops to the target dtype, cast outputs back to the caller's dtypes."""
 
 from __future__ import annotations
 
+import operator
+
 import torch
 from torch.fx import GraphModule
 
@@ -36,7 +38,7 @@ def cast_precision(gm: GraphModule, settings: CompilationSettings) -> GraphModul
     cast_cache: dict[int, str] = {}
     for node in list(graph.nodes):
         if node.op == "get_attr":
-            value = _attr(gm, node.target)
+            value = operator.attrgetter(node.target)(gm)
             if isinstance(value, torch.Tensor) and value.dtype in FLOATS and value.dtype != target:
                 key = id(value)
                 if key not in cast_cache:
@@ -66,10 +68,3 @@ def cast_precision(gm: GraphModule, settings: CompilationSettings) -> GraphModul
                 new.append(out)
             node.args = (torch.utils._pytree.tree_unflatten(new, spec),)
     return gm
-
-
-def _attr(gm: GraphModule, target: str):
-    obj = gm
-    for part in target.split("."):
-        obj = getattr(obj, part)
-    return obj
