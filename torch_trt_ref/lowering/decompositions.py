@@ -3,6 +3,7 @@ ones, adjustable through ``enabled_decompositions`` / ``disabled_decompositions`
 
 from __future__ import annotations
 
+import functools
 from contextlib import contextmanager
 from typing import Callable
 
@@ -48,17 +49,26 @@ KEEP = {aten.native_layer_norm.default, aten.gelu.default,
 
 def decomposition_table(settings: CompilationSettings) -> dict:
     """torch's default (core ATen) table, minus ``KEEP`` and ``disabled_decompositions``,
-    plus ``enabled_decompositions`` from torch's full table, plus ours."""
+    plus ``enabled_decompositions`` from torch's full table, plus ours. Materializing
+    torch's table costs ~0.1 s, so tables are cached (a fresh dict is returned: callers
+    may edit it)."""
+    key = (settings.enabled_decompositions, settings.disabled_decompositions,
+           frozenset(DECOMPOSITIONS.items()))
+    return dict(_table(*key))
+
+
+@functools.lru_cache(maxsize=16)
+def _table(enabled: frozenset, disabled: frozenset, ours: frozenset) -> dict:
     table = dict(torch.export.default_decompositions())
     for op in list(table):
-        if op in KEEP or matches_op(op, settings.disabled_decompositions):
+        if op in KEEP or matches_op(op, disabled):
             del table[op]
-    if settings.enabled_decompositions:
+    if enabled:
         extra = [getattr(torch.ops, n.split(".")[0]).__getattr__(n.split(".")[1])
-                 for n in settings.enabled_decompositions]
+                 for n in enabled]
         table.update(get_decompositions(extra))
-    for op, fn in DECOMPOSITIONS.items():
-        if not matches_op(op, settings.disabled_decompositions):
+    for op, fn in ours:
+        if not matches_op(op, disabled):
             table[op] = fn
     return table
 
@@ -67,6 +77,9 @@ def decomposition_table(settings: CompilationSettings) -> dict:
 def linear(x, weight, bias=None):
     out = torch.matmul(x, weight.t())
     return out if bias is None else out + bias
+
+
+_CIA_OPS: frozenset | None = None
 
 
 @contextmanager
@@ -80,8 +93,10 @@ def preserve_composites(table: dict):
         _special_op_to_preserve_cia,
     )
 
-    keep = {op: _special_op_to_preserve_cia
-            for op in _collect_all_valid_cia_ops() if op not in table}
+    global _CIA_OPS
+    if _CIA_OPS is None:  # ~0.1 s to collect; the set is fixed once torch is imported
+        _CIA_OPS = frozenset(_collect_all_valid_cia_ops())
+    keep = {op: _special_op_to_preserve_cia for op in _CIA_OPS if op not in table}
     with _override_composite_implicit_decomp(keep):
         yield
 
