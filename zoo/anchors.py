@@ -17,6 +17,7 @@ ANCHOR: dict[str, dict[str, float]] = {
 }
 TIME_TARGET = 0.5  # ours / anchor, time outside the builder
 RSS_TARGET = 2.0  # ours / fp32 weight bytes, peak compile RSS above baseline
+MIN_WEIGHTS = 1 * MiB  # below this, fixed costs dominate and RSS/weights means nothing
 
 
 def anchor_rows(records: list[dict]) -> list[dict[str, Any]]:
@@ -44,7 +45,7 @@ def anchor_rows(records: list[dict]) -> list[dict[str, Any]]:
                "compile_s": r.get("compile_seconds"),
                "anchor_s": anchor.get("outside_builder_s"), "peak_rss_bytes": rss,
                "weight_bytes": weights, "anchor_rss_bytes": anchor.get("peak_rss_bytes"),
-               "rss_per_weight": rss / weights if weights else None,
+               "rss_per_weight": rss / weights if weights >= MIN_WEIGHTS else None,
                "time_ratio": None, "anchor_rss_per_weight": None}
         if row["anchor_s"]:
             row["time_ratio"] = ours_s / row["anchor_s"]

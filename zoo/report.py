@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any, Iterable
 
-from .anchors import RSS_TARGET, TIME_TARGET, anchor_rows
+from .anchors import MIN_WEIGHTS, RSS_TARGET, TIME_TARGET, anchor_rows
 
 MiB = 2**20
 
@@ -36,7 +36,7 @@ def cell_row(r: dict) -> list[Any]:
     p, ops, lat, acc = r["partition"], r["ops"], r.get("latency"), r.get("accuracy")
     weights = r["memory"]["weight_bytes"]
     rss = r["memory"]["peak_rss_bytes"]
-    per_w = f" ({rss / weights:.1f}x)" if weights else ""
+    per_w = f" ({rss / weights:.1f}x)" if weights >= MIN_WEIGHTS else ""
     latency = f"{lat['median_s'] * 1e3:.1f} / {lat['p90_s'] * 1e3:.1f}" if lat else "-"
     accuracy = "-"
     if acc:
