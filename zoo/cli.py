@@ -106,7 +106,8 @@ def compare_command(args: argparse.Namespace) -> int:
     print(cmp.render(deltas, args.all))
     bad = cmp.regressions(deltas)
     if bad:
-        print(f"\n{len(bad)} regression(s) vs {args.base}", file=sys.stderr)
+        print(f"\n{len(bad)} failing delta(s) (REGRESSED, changed or MISSING) vs {args.base}",
+              file=sys.stderr)
     return 1 if bad else 0
 
 
