@@ -3,12 +3,14 @@
 import pytest
 import torch
 
+import torch_trt_ref
 from torch_trt_ref import CompilationSettings
 from torch_trt_ref._trt import trt
 from torch_trt_ref.build import build_engine
 from torch_trt_ref.conversion.interpreter import ConversionError, Interpreter
 from torch_trt_ref.conversion.registry import converter
 from torch_trt_ref.conversion.shapes import TensorSpec
+from torch_trt_ref.runtime.module import EngineModule
 from torch_trt_ref.runtime.reference.executor import run_snapshot
 
 aten = torch.ops.aten
@@ -79,3 +81,29 @@ def test_converter_failure_names_node_and_op(registry):
     message = "aten.relu.default failed on node relu_default.*boom"
     with pytest.raises(ConversionError, match=message):
         Interpreter(_graph_module(), [spec], CompilationSettings(), registry).run()
+
+
+def test_weights_are_stored_once_linear_reads_them_transposed_and_tied_weights_share():
+    """nn.Linear's weight enters the network untransposed (matrix multiply TRANSPOSE) and a
+    weight used by an embedding and a tied output projection becomes one constant layer."""
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(10, 4)
+            self.proj = torch.nn.Linear(4, 4)
+            self.head = torch.nn.Linear(4, 10, bias=False)
+            self.head.weight = self.emb.weight
+
+        def forward(self, ids):
+            return self.head(torch.relu(self.proj(self.emb(ids))))
+
+    model = Tied().eval()
+    ids = torch.tensor([[1, 2, 3]])
+    compiled = torch_trt_ref.compile(model, [ids], min_block_size=1)
+    (engine,) = [m.engine for _, m in compiled.named_modules() if isinstance(m, EngineModule)]
+    param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())  # tied: once
+    assert engine.snapshot.weight_bytes() == param_bytes
+    matmuls = [layer for layer in engine.snapshot.layers if layer.kind == "MATRIX_MULTIPLY"]
+    assert len(matmuls) == 2 and all(m.attrs["op1"] == "TRANSPOSE" for m in matmuls)
+    torch.testing.assert_close(compiled(ids), model(ids), atol=1e-5, rtol=1e-5)

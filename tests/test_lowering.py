@@ -87,3 +87,16 @@ def test_precision_pass_casts_weights_and_inputs_and_restores_output_dtype():
     assert out.dtype == torch.float32
     assert model.lin.weight.dtype == torch.float32  # the user's weights are untouched
     torch.testing.assert_close(out, model(x), atol=1e-2, rtol=1e-2)
+
+
+def test_fold_constants_keeps_a_transposed_weight_as_a_view_of_the_parameter():
+    lin = torch.nn.Linear(4, 3)
+    x = torch.randn(2, 4)
+    gm = lower_program(capture(lin, (x,)), CompilationSettings())
+    folded = [n for n in gm.graph.nodes if n.op == "get_attr" and n.target.startswith("_folded")]
+    assert len(folded) == 1
+    view = getattr(gm, folded[0].target)
+    # no second copy: the folded permute shares the parameter's storage
+    assert view.untyped_storage().data_ptr() == lin.weight.untyped_storage().data_ptr()
+    assert folded[0].meta["param_name"] == "weight"
+    torch.testing.assert_close(gm(x), lin(x))

@@ -25,6 +25,7 @@ class ConversionContext:
     param_names: dict[int, str] = field(default_factory=dict)  # storage address -> parameter
     node: Node | None = None
     _keepalive: list[torch.Tensor] = field(default_factory=list)
+    _weight_constants: dict[tuple, Any] = field(default_factory=dict)
     _layer_count: int = 0
 
     def name_layer(self, layer, kind: str | None = None):
@@ -77,7 +78,16 @@ class ConversionContext:
             value = torch.from_numpy(value)
         if not isinstance(value, torch.Tensor):
             value = torch.tensor(value, dtype=dtype)
+        # A model weight used by several layers (GPT-2's tied embedding) becomes one
+        # constant layer, so the engine holds it once.
+        key = None
+        if self.parameter_of(value) is not None:
+            key = (value.data_ptr(), tuple(value.shape), value.stride(), value.dtype, dtype)
+            if key in self._weight_constants:
+                return self._weight_constants[key]
         weights, stored, param = self.weights(value, dtype)
         layer = self.name_layer(self.net.add_constant(tuple(stored.shape), weights), "constant")
         self.record_weights(layer, "weights", stored, param)
+        if key is not None:
+            self._weight_constants[key] = layer.get_output(0)
         return layer.get_output(0)

@@ -73,6 +73,24 @@ def _foldable(node: Node, folded: set[Node]) -> bool:
     return bool(inputs) and all(n.op == "get_attr" or n in folded for n in inputs)
 
 
+def _weight_viewed_by(result: torch.Tensor, node: Node, value) -> Node | None:
+    """The get_attr node whose storage ``result`` shares (a view of a weight), if any."""
+    todo, seen = [node], set()
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n.op == "get_attr":
+            weight = value(n)
+            if isinstance(weight, torch.Tensor) and (
+                    weight.untyped_storage().data_ptr() == result.untyped_storage().data_ptr()):
+                return n
+        else:
+            todo.extend(n.all_input_nodes)
+    return None
+
+
 def fold_constants(gm: GraphModule, settings: CompilationSettings) -> GraphModule:
     """Evaluate subgraphs whose inputs are all weights and store the results as buffers.
 
@@ -106,10 +124,15 @@ def fold_constants(gm: GraphModule, settings: CompilationSettings) -> GraphModul
             name = f"_folded_{i}"
             while hasattr(gm, name):
                 name += "_"
-            gm.register_buffer(name, result.contiguous())
+            # A re-layout of one weight (permute, view) stays a view of it: no second copy
+            # of the weight; converters read it in that layout (matmul with TRANSPOSE).
+            source = _weight_viewed_by(result, node, value)
+            gm.register_buffer(name, result if source is not None else result.contiguous())
             with gm.graph.inserting_before(node):
                 attr = gm.graph.get_attr(name)
             attr.meta = dict(node.meta)
+            if source is not None:
+                attr.meta["param_name"] = source.meta.get("param_name", source.target)
             node.replace_all_uses_with(attr)
     gm.graph.eliminate_dead_code()
     return gm

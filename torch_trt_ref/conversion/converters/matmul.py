@@ -25,10 +25,21 @@ def _float_validator(node, settings) -> Optional[str]:
     return None
 
 
+def _operand(ctx, x, op, dtype):
+    """An ITensor and its MatrixOperation. A weight seen transposed (``linear``'s
+    ``permute(weight)``) becomes the untransposed weight read with TRANSPOSE, so the
+    engine stores the model's weight instead of a transposed copy."""
+    if (op == MAT.NONE and isinstance(x, torch.Tensor) and x.dim() >= 2
+            and not x.is_contiguous() and x.mT.is_contiguous()):
+        return helpers.itensor(ctx, x.mT, dtype), MAT.TRANSPOSE
+    return helpers.itensor(ctx, x, dtype), op
+
+
 def _matmul(ctx, a, b, op1=MAT.NONE):
     dtype = ctx.out_dtype
-    a, b = helpers.itensor(ctx, a, dtype), helpers.itensor(ctx, b, dtype)
-    layer = ctx.net.add_matrix_multiply(a, MAT.NONE, b, op1)
+    a, op0 = _operand(ctx, a, MAT.NONE, dtype)
+    b, op1 = _operand(ctx, b, op1, dtype)
+    layer = ctx.net.add_matrix_multiply(a, op0, b, op1)
     return ctx.name_layer(layer, "matmul").get_output(0)
 
 

@@ -25,8 +25,11 @@ def view(ctx, input, size):
 
 
 @converter(aten.permute.default, aten.permute_copy.default, dynamic=True)
-@D.itensor_input
 def permute(ctx, input, dims):
+    """A permuted weight stays a torch view, so a matrix multiply can read the weight
+    transposed instead of the engine holding a transposed copy."""
+    if isinstance(input, torch.Tensor):
+        return input.permute(dims)
     return helpers.permute(ctx, input, dims) if len(input.shape) else input
 
 
