@@ -1,5 +1,6 @@
 """Engine build with the real TensorRT builder: optimization profile from the input specs,
-serialized plan plus the metadata and network snapshot the runtime needs."""
+serialized plan (streamed to disk, see ``engine_cache``) plus the metadata and network
+snapshot the runtime needs."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 from ._trt import BACKEND, trt
 from .conversion.interpreter import ConvertedNetwork
 from .conversion.shapes import TensorSpec
+from .engine_cache import EngineCache, PlanFile, build_to_anonymous_file, engine_key, stream_plan
 from .runtime.snapshot import NetworkSnapshot, take_snapshot
 from .settings import CompilationSettings
 
@@ -22,9 +24,9 @@ class EngineBuildError(RuntimeError):
 
 @dataclass
 class Engine:
-    """A built engine: the serialized plan plus what is needed to run it."""
+    """A built engine: the serialized plan (on disk) plus what is needed to run it."""
 
-    plan: bytes
+    plan_file: PlanFile
     inputs: list[TensorSpec]
     output_names: list[str]
     output_dtypes: list[torch.dtype]
@@ -35,21 +37,35 @@ class Engine:
     requires_output_allocator: bool = False
     refit_map: dict[str, list[str]] = field(default_factory=dict)
     converters_used: dict[str, int] = field(default_factory=dict)
+    cache_hit: bool = False
+
+    @property
+    def plan(self) -> bytes:
+        """The serialized plan, read from its file."""
+        return self.plan_file.read()
 
     @property
     def nbytes(self) -> int:
-        return len(self.plan)
+        return self.plan_file.nbytes
 
     def summary(self) -> dict[str, Any]:
         return {"inputs": [s.to_json() for s in self.inputs], "outputs": self.output_names,
                 "layers": self.layer_count, "plan_bytes": self.nbytes,
                 "weight_bytes": self.snapshot.weight_bytes(),
-                "build_seconds": round(self.build_seconds, 3), "backend": self.backend}
+                "build_seconds": round(self.build_seconds, 3), "backend": self.backend,
+                "cache_hit": self.cache_hit}
 
 
-def build_engine(network: ConvertedNetwork, settings: CompilationSettings) -> Engine:
-    """Build ``network`` into a serialized engine; raises EngineBuildError on failure."""
+def build_engine(network: ConvertedNetwork, settings: CompilationSettings,
+                 cache: EngineCache | None = None) -> Engine:
+    """Build ``network`` into a serialized engine, or take it from ``cache`` when the same
+    network was built before; raises EngineBuildError on failure."""
     builder, net = network.builder, network.net
+    snapshot = take_snapshot(net, network.ctx.weight_sources)
+    key = engine_key(snapshot, network.inputs, settings.engine_key_fields()) if cache else None
+    plan_file = cache.lookup(key) if key else None
+    if plan_file is not None:
+        return _engine(network, snapshot, plan_file, 0.0, cache_hit=True)
     config = builder.create_builder_config()
     config.builder_optimization_level = settings.optimization_level
     if settings.workspace_size:
@@ -60,16 +76,24 @@ def build_engine(network: ConvertedNetwork, settings: CompilationSettings) -> En
             profile.set_shape(spec.name, spec.min_shape, spec.opt_shape, spec.max_shape)
         config.add_optimization_profile(profile)
     start = time.perf_counter()
-    plan = builder.build_serialized_network(net, config)
+    if key:
+        plan_file = cache.build(key, lambda file: stream_plan(builder, net, config, file))
+    else:
+        plan_file = build_to_anonymous_file(builder, net, config)
     seconds = time.perf_counter() - start
-    if plan is None:
+    if plan_file is None:
         raise EngineBuildError(
             f"TensorRT ({BACKEND}) could not build an engine for a network of {net.num_layers} "
             "layers: " + ("; ".join(network.logger.errors[-3:]) or "no error was logged"))
-    snapshot = take_snapshot(net, network.ctx.weight_sources)
+    return _engine(network, snapshot, plan_file, seconds)
+
+
+def _engine(network: ConvertedNetwork, snapshot: NetworkSnapshot, plan_file: PlanFile,
+            seconds: float, cache_hit: bool = False) -> Engine:
     return Engine(
-        plan=bytes(plan), inputs=network.inputs, output_names=network.output_names,
-        output_dtypes=network.output_dtypes, snapshot=snapshot, layer_count=net.num_layers,
-        build_seconds=seconds, requires_output_allocator=network.requires_output_allocator,
+        plan_file=plan_file, inputs=network.inputs, output_names=network.output_names,
+        output_dtypes=network.output_dtypes, snapshot=snapshot,
+        layer_count=network.net.num_layers, build_seconds=seconds,
+        requires_output_allocator=network.requires_output_allocator,
         refit_map=dict(network.ctx.refit_map), converters_used=dict(network.converters_used),
-    )
+        cache_hit=cache_hit)

@@ -18,6 +18,7 @@ from .conversion import converters  # noqa: F401  (registers the built-in conver
 from .conversion.interpreter import Interpreter
 from .conversion.registry import CONVERTERS, ConverterRegistry
 from .conversion.shapes import spec_from_fake
+from .engine_cache import EngineCache
 from .inputs import Input
 from .lowering import decomposition_table, lower
 from .lowering.decompositions import decompose_locally
@@ -102,6 +103,8 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
         stitched = stitch(gm, result)
     say(str(result))
     ranges = symbol_ranges(gm, specs)
+    cache = (EngineCache(settings.engine_cache_path, settings.engine_cache_size)
+             if settings.cache_engines else None)
     n_trt = result.count(TENSORRT)
     for i, seg in enumerate(result.segments):
         if seg.target not in (TENSORRT, TORCH):  # another backend of "hierarchical"
@@ -114,14 +117,15 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
         say(f"converting and building {name} ({len(report.engines) + len(report.fallbacks) + 1}"
             f"/{n_trt}, {seg.compute_size()} ops)")
         submodule = getattr(stitched, name)
-        engine = _compile_segment(name, submodule, ranges, settings, registry, report, executor)
+        engine = _compile_segment(name, submodule, ranges, settings, registry, report, executor,
+                                  cache)
         if engine is None:
             continue
         setattr(stitched, name, EngineModule(engine, executor, name))
         report.engines.append(EngineRecord(
             name, engine.layer_count, engine.nbytes, engine.snapshot.weight_bytes(),
             engine.build_seconds, executor, [s.to_json() for s in engine.inputs],
-            dict(engine.converters_used)))
+            dict(engine.converters_used), engine.cache_hit))
     stitched.compile_report = report
     stitched.partition_result = result
     return stitched
@@ -138,7 +142,7 @@ def _progress(settings: CompilationSettings):
     return say
 
 
-def _compile_segment(name, submodule, ranges, settings, registry, report, executor):
+def _compile_segment(name, submodule, ranges, settings, registry, report, executor, cache):
     """Convert and build one segment; on failure warn and keep it in PyTorch unless full
     compilation was required."""
     placeholders = [n for n in submodule.graph.nodes if n.op == "placeholder"]
@@ -147,7 +151,7 @@ def _compile_segment(name, submodule, ranges, settings, registry, report, execut
         with report.phase("conversion"):
             network = Interpreter(submodule, specs, settings, registry).run()
         with report.phase("build"):
-            engine = build_engine(network, settings)
+            engine = build_engine(network, settings, cache)
         missing = engine.snapshot.unsupported_kinds()
         if missing and executor == "reference":
             raise RuntimeError(f"reference executor has no function for layer kinds {missing}")

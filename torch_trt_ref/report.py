@@ -21,6 +21,7 @@ class EngineRecord:
     executor: str
     inputs: list[dict] = field(default_factory=list)
     converters: dict[str, int] = field(default_factory=dict)
+    cache_hit: bool = False
 
 
 @dataclass
@@ -81,8 +82,10 @@ class CompileReport:
         total_plan = sum(e.plan_bytes for e in self.engines)
         lines.append(f"engines: {len(self.engines)}, {total_plan / 2**20:.2f} MiB of plans")
         for e in self.engines:
+            built = ("from the engine cache" if e.cache_hit
+                     else f"built in {e.build_seconds:.2f}s")
             lines.append(f"  {e.name}: {e.layers} layers, {e.plan_bytes / 2**20:.2f} MiB, "
-                         f"built in {e.build_seconds:.2f}s, executor={e.executor}")
+                         f"{built}, executor={e.executor}")
         for name, why in self.fallbacks.items():
             lines.append(f"  {name}: fell back to PyTorch -- {why}")
         return "\n".join(lines)

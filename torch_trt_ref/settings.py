@@ -84,9 +84,10 @@ def _default_cpu_budget() -> int:
 
 
 def default_cache_dir() -> str:
-    return os.environ.get(
-        "TORCH_TRT_REF_CACHE_DIR", os.path.join(os.path.expanduser("~"), ".cache", "torch_trt_ref")
-    )
+    """The engine cache directory when ``cache_engines`` is set without a directory:
+    $TORCH_TRT_REF_CACHE_DIR, else ~/.cache/torch_trt_ref/engines."""
+    return os.environ.get("TORCH_TRT_REF_CACHE_DIR", os.path.join(
+        os.path.expanduser("~"), ".cache", "torch_trt_ref", "engines"))
 
 
 @dataclass(frozen=True)
@@ -109,8 +110,9 @@ class CompilationSettings:
     workspace_size: int = 0
     enabled_decompositions: frozenset[str] = frozenset()
     disabled_decompositions: frozenset[str] = frozenset()
+    cache_engines: bool = False
     engine_cache_dir: str | None = None
-    engine_cache_size: int = 2 * 1024**3
+    engine_cache_size: int = 4 * 1024**3
     progress: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
@@ -133,6 +135,8 @@ class CompilationSettings:
             raise ValueError(f"cpu_memory_budget must be a positive int of bytes, got {budget!r}")
         if budget is None and self.enable_resource_partitioning:
             object.__setattr__(self, "cpu_memory_budget", _default_cpu_budget())
+        if self.engine_cache_dir is not None:
+            object.__setattr__(self, "cache_engines", True)
         for name in ("torch_executed_ops", "enabled_decompositions", "disabled_decompositions"):
             object.__setattr__(self, name, normalize_ops(getattr(self, name), name))
         object.__setattr__(self, "backend_priority", tuple(self.backend_priority))
@@ -166,6 +170,13 @@ class CompilationSettings:
     @property
     def dtype(self) -> torch.dtype:
         return PRECISION_DTYPES[self.precision]
+
+    @property
+    def engine_cache_path(self) -> str | None:
+        """The engine cache directory in use, or None when caching is off."""
+        if not self.cache_engines:
+            return None
+        return self.engine_cache_dir or default_cache_dir()
 
     @property
     def engine_memory_budget(self) -> int | None:
