@@ -55,12 +55,30 @@ def eval_mode(model: torch.nn.Module):
             m.training = flag
 
 
+@contextmanager
+def stack_traces(record: bool):
+    """Turn FX's per-node stack-trace recording on or off while tracing. Off saves
+    ~0.3 ms per node (a traceback is extracted and symbolized for each): ~0.5 s of a
+    BERT-base capture."""
+    config = torch.fx.config
+    if not hasattr(config, "do_not_emit_stack_traces"):
+        yield
+        return
+    before = config.do_not_emit_stack_traces
+    config.do_not_emit_stack_traces = not record
+    try:
+        yield
+    finally:
+        config.do_not_emit_stack_traces = before
+
+
 def capture(model: torch.nn.Module | ExportedProgram, args: Sequence[Any],
             kwargs: dict[str, Any] | None = None,
-            table: dict | None = None) -> ExportedProgram:
+            table: dict | None = None, record_stack_traces: bool = False) -> ExportedProgram:
     """torch.export ``model`` on example inputs made from ``args``/``kwargs`` (tensors or
     Inputs); dynamic Input ranges become export Dims. ``table`` is the decomposition table
-    lowering will apply (see ``export_program``)."""
+    lowering will apply (see ``export_program``); ``record_stack_traces`` keeps each node's
+    ``meta["stack_trace"]`` (off by default: it costs a traceback per node)."""
     if isinstance(model, ExportedProgram):
         return model
     kwargs = kwargs or {}
@@ -75,7 +93,7 @@ def capture(model: torch.nn.Module | ExportedProgram, args: Sequence[Any],
         dynamic = {n: dynamic.get(n) for n in names}
     ex_args = example_args(args)
     ex_kwargs = {k: (v.example() if isinstance(v, Input) else v) for k, v in kwargs.items()}
-    with eval_mode(model):
+    with eval_mode(model), stack_traces(record_stack_traces):
         return export_program(model, ex_args, ex_kwargs, dynamic, table)
 
 

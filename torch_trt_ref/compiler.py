@@ -91,7 +91,8 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
 
     say = _progress(settings)
     with report.phase("capture"):
-        ep = capture(model, list(inputs), dict(kwarg_inputs), decomposition_table(settings))
+        ep = capture(model, list(inputs), dict(kwarg_inputs), decomposition_table(settings),
+                     settings.record_stack_traces)
     say(f"captured in {report.phases['capture']:.2f}s")
     with report.phase("lowering"):
         gm = lower_program(ep, settings)

@@ -114,6 +114,7 @@ class CompilationSettings:
     engine_cache_dir: str | None = None
     engine_cache_size: int = 4 * 1024**3
     progress: bool = False
+    record_stack_traces: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self):

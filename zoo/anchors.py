@@ -46,10 +46,11 @@ def anchor_rows(records: list[dict]) -> list[dict[str, Any]]:
                "anchor_s": anchor.get("outside_builder_s"), "peak_rss_bytes": rss,
                "weight_bytes": weights, "anchor_rss_bytes": anchor.get("peak_rss_bytes"),
                "rss_per_weight": rss / weights if weights >= MIN_WEIGHTS else None,
-               "time_ratio": None, "anchor_rss_per_weight": None}
+               "time_ratio": None, "anchor_rss_per_weight": None, "rss_vs_anchor": None}
         if row["anchor_s"]:
             row["time_ratio"] = ours_s / row["anchor_s"]
         if row["anchor_rss_bytes"] and weights:
             row["anchor_rss_per_weight"] = row["anchor_rss_bytes"] / weights
+            row["rss_vs_anchor"] = rss / row["anchor_rss_bytes"]
         rows.append(row)
     return sorted(rows, key=lambda row: (row["anchor_s"] is None, row["model"]))

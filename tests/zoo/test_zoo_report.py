@@ -61,6 +61,7 @@ def test_anchor_ratios_are_ours_over_anchor_and_rss_over_weights():
     assert row["time_ratio"] == pytest.approx(0.6 / ANCHOR["resnet18"]["outside_builder_s"])
     assert row["rss_per_weight"] == pytest.approx(2.0)
     assert row["anchor_rss_per_weight"] == pytest.approx(186 / 45)
+    assert row["rss_vs_anchor"] == pytest.approx(90 / 186)  # record(): 2.0 x 45 MiB
     assert "gpt2_2layer" not in rows  # failed cells have no numbers
 
 

@@ -118,22 +118,40 @@ def decompose_locally(gm: torch.fx.GraphModule, table: dict) -> int:
              and n.target not in NEVER_DECOMPOSE]
     if not nodes:
         return 0
+    traced: dict = {}  # repeated layers decompose identical nodes: trace each once
     with preserve_composites(table):
         for node in nodes:
-            _decompose_node(gm, node, table, fake_mode)
+            _decompose_node(gm, node, table, fake_mode, traced)
     gm.graph.eliminate_dead_code()
     gm.recompile()
     return len(nodes)
 
 
+def _signature(node: torch.fx.Node, inputs: list, position: dict):
+    """A key under which ``node``'s decomposition can be reused: the op, its non-tensor
+    arguments and its inputs' static shapes, strides and dtypes (None when symbolic)."""
+    metas = []
+    for n in inputs:
+        val = n.meta["val"]
+        if not all(isinstance(d, int) for d in (*val.shape, *val.stride())):
+            return None
+        metas.append((tuple(val.shape), val.stride(), val.dtype, val.device))
+    args = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: ("input", position[n]))
+    return node.target, repr(args), tuple(metas)
+
+
 def _decompose_node(gm: torch.fx.GraphModule, node: torch.fx.Node, table: dict,
-                    fake_mode) -> None:
+                    fake_mode, traced: dict) -> None:
     from torch.fx.experimental.proxy_tensor import make_fx
 
     inputs = node.all_input_nodes
     if any(not isinstance(n.meta.get("val"), torch.Tensor) for n in inputs):
         raise NotImplementedError(f"{node.name}: non-tensor inputs")
     position = {n: i for i, n in enumerate(inputs)}
+    key = _signature(node, inputs, position)
+    if key is not None and key in traced:
+        _inline(gm, node, traced[key], inputs)
+        return
 
     def call(*values):
         args = torch.fx.node.map_arg(node.args, lambda n: values[position[n]])
@@ -143,6 +161,8 @@ def _decompose_node(gm: torch.fx.GraphModule, node: torch.fx.Node, table: dict,
     with fake_mode:
         sub = make_fx(call, decomposition_table=table, tracing_mode="real")(
             *[n.meta["val"] for n in inputs])
+    if key is not None:
+        traced[key] = sub
     _inline(gm, node, sub, inputs)
 
 
