@@ -41,14 +41,16 @@ def anchor_rows(records: list[dict]) -> list[dict[str, Any]]:
         ours_s = r["outside_builder_seconds"]
         rss = r["memory"]["peak_rss_bytes"]
         row = {"model": name, "strategy": r["cell"]["strategy"], "outside_builder_s": ours_s,
-               "compile_cpu_s": r.get("compile_cpu_seconds"),
-               "compile_s": r.get("compile_seconds"),
+               "outside_builder_cpu_s": r.get("outside_builder_cpu_seconds"),
                "anchor_s": anchor.get("outside_builder_s"), "peak_rss_bytes": rss,
                "weight_bytes": weights, "anchor_rss_bytes": anchor.get("peak_rss_bytes"),
                "rss_per_weight": rss / weights if weights >= MIN_WEIGHTS else None,
-               "time_ratio": None, "anchor_rss_per_weight": None, "rss_vs_anchor": None}
+               "time_ratio": None, "cpu_time_ratio": None, "anchor_rss_per_weight": None,
+               "rss_vs_anchor": None}
         if row["anchor_s"]:
             row["time_ratio"] = ours_s / row["anchor_s"]
+            if row["outside_builder_cpu_s"] is not None:
+                row["cpu_time_ratio"] = row["outside_builder_cpu_s"] / row["anchor_s"]
         if row["anchor_rss_bytes"] and weights:
             row["anchor_rss_per_weight"] = row["anchor_rss_bytes"] / weights
             row["rss_vs_anchor"] = rss / row["anchor_rss_bytes"]

@@ -88,6 +88,8 @@ def _compile_metrics(compiled, report, weight_bytes: int) -> dict[str, Any]:
         "phases": phases,
         "compile_seconds": sum(phases.values()),
         "outside_builder_seconds": report.seconds_outside_builder(),
+        "outside_builder_cpu_seconds": report.seconds_outside_builder(cpu=True),
+        "phases_cpu": dict(report.phases_cpu),
         "engines": {"count": len(engines), "plan_bytes": sum(e.plan_bytes for e in engines),
                     "weight_bytes": sum(e.weight_bytes for e in engines),
                     "largest_weight_bytes": max((e.weight_bytes for e in engines), default=0),

@@ -79,8 +79,9 @@ def anchor_section(records: list[dict]) -> list[str]:
         return ["No successful fp32 cell to compare with the anchor."]
     out = [f"Targets: time outside the builder (capture + lowering + partition + conversion) "
            f"<= {TIME_TARGET}x the anchor; peak compile RSS above baseline <= {RSS_TARGET}x "
-           "the fp32 weight bytes. Times are wall seconds; on a shared machine compare them "
-           "with the whole compile's CPU seconds (all threads) to see the waiting.", ""]
+           "the fp32 weight bytes. The time target is judged on this process's CPU seconds, "
+           "which other processes on a shared machine do not inflate; wall seconds are shown "
+           "beside them.", ""]
     warmups = [r["process_warmup_seconds"] for r in records if r.get("process_warmup_seconds")]
     if warmups:
         out[0] += (" Each cell's process had captured a two-op module once before "
@@ -88,23 +89,24 @@ def anchor_section(records: list[dict]) -> list[str]:
                    "included).")
     body = []
     for row in rows:
-        t_ok = row["time_ratio"] is not None and row["time_ratio"] <= TIME_TARGET
+        ratio = row["cpu_time_ratio"] if row["cpu_time_ratio"] is not None else row["time_ratio"]
+        t_ok = ratio is not None and ratio <= TIME_TARGET
         m_ok = row["rss_per_weight"] is not None and row["rss_per_weight"] <= RSS_TARGET
         body.append([
-            row["model"], row["strategy"], f"{row['outside_builder_s']:.2f}",
-            f"{num(row['compile_cpu_s'])} / {num(row['compile_s'])}",
+            row["model"], row["strategy"],
+            f"{row['outside_builder_s']:.2f} / {num(row['outside_builder_cpu_s'])}",
             num(row["anchor_s"], ".1f"),
             "-" if row["time_ratio"] is None else
-            f"{row['time_ratio']:.2f} {'✓' if t_ok else '✗'}",
+            f"{row['time_ratio']:.2f} / {num(row['cpu_time_ratio'])} {'✓' if t_ok else '✗'}",
             mib(row["peak_rss_bytes"]), mib(row["weight_bytes"]),
             "-" if row["rss_per_weight"] is None else
             f"{row['rss_per_weight']:.2f} {'✓' if m_ok else '✗'}",
             mib(row["anchor_rss_bytes"]), num(row["anchor_rss_per_weight"]),
             num(row["rss_vs_anchor"])])
-    return out + table(["model", "strategy", "ours s", "whole compile CPU s / wall s",
-                        "anchor s", "ours/anchor",
-                        "peak RSS MiB", "fp32 weights MiB", "RSS/weights",
-                        "anchor RSS MiB", "anchor RSS/weights", "RSS ours/anchor"], body)
+    return out + table(["model", "strategy", "outside builder s (wall / CPU)", "anchor s",
+                        "ours/anchor (wall / CPU)", "peak RSS MiB", "fp32 weights MiB",
+                        "RSS/weights", "anchor RSS MiB", "anchor RSS/weights",
+                        "RSS ours/anchor"], body)
 
 
 def memory_section(records: list[dict]) -> list[str]:

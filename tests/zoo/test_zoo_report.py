@@ -30,7 +30,8 @@ def record(model="resnet18", strategy="fast", precision="fp32", rp=False, outsid
                 "reasons": {"aten.lgamma.default": ["no converter for aten.lgamma.default"]}},
         "phases": {"capture": outside / 2, "lowering": outside / 2, "partition": 0.0,
                    "conversion": 0.0, "build": 1.5},
-        "outside_builder_seconds": outside, "engines": eng,
+        "outside_builder_seconds": outside, "outside_builder_cpu_seconds": outside / 2,
+        "engines": eng,
         "memory": {"peak_rss_bytes": rss, "weight_bytes": weights,
                    "peak_by_phase": {"capture": 10 * MiB, "lowering": 20 * MiB,
                                      "partition": 20 * MiB, "conversion+build": rss}},
@@ -59,6 +60,7 @@ def test_anchor_ratios_are_ours_over_anchor_and_rss_over_weights():
     row = rows["resnet18"]
     assert row["strategy"] == "fast"  # the default strategy represents the model
     assert row["time_ratio"] == pytest.approx(0.6 / ANCHOR["resnet18"]["outside_builder_s"])
+    assert row["cpu_time_ratio"] == pytest.approx(0.3 / ANCHOR["resnet18"]["outside_builder_s"])
     assert row["rss_per_weight"] == pytest.approx(2.0)
     assert row["anchor_rss_per_weight"] == pytest.approx(186 / 45)
     assert row["rss_vs_anchor"] == pytest.approx(90 / 186)  # record(): 2.0 x 45 MiB
@@ -72,7 +74,7 @@ def test_markdown_report_sections():
                     "## Resource partitioning", "## Unsupported ops", "## Failures and fallbacks"):
         assert section in md
     assert "| resnet18 | fast | fp32 | ok | 3 | 2 | 4 | 80/91 |" in md
-    assert "0.40 ✓" in md  # 0.6 s / 1.5 s
+    assert "0.40 / 0.20 ✓" in md  # wall 0.6 s / 1.5 s, CPU 0.3 s / 1.5 s
     assert "| aten.lgamma.default | 3 |" in md
     assert "`gpt2_2layer/fast/fp32` error at compile: KeyError: 'fast'" in md
     assert "| resnet18 | fast | fp32 | 10.0 | - | 3 | 5 | 20.0 | 8.0 ✓ | 90.0 | 60.0 |" in md
