@@ -149,3 +149,19 @@ def test_network_is_strongly_typed():
                                      min_block_size=1)
     assert compiled._run_on_tensorrt_0.engine.backend in ("tensorrt", "tensorrt_rtx")
     assert trt.NetworkDefinitionCreationFlag.STRONGLY_TYPED is not None
+
+
+def test_compile_leaves_the_garbage_collector_as_it_found_it():
+    import gc
+
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()).eval()
+    x = torch.randn(2, 4)
+    assert gc.get_freeze_count() == 0
+    torch_trt_ref.compile(model, [x], min_block_size=1)
+    assert gc.get_freeze_count() == 0 and gc.isenabled()
+    gc.freeze()
+    try:
+        torch_trt_ref.compile(model, [x], min_block_size=1)
+        assert gc.get_freeze_count() > 0  # the caller's frozen objects stay frozen
+    finally:
+        gc.unfreeze()
