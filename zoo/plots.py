@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from torch_trt_ref.report import PHASES  # noqa: E402
 from torch_trt_ref.settings import PARTITIONERS, PRECISIONS  # noqa: E402
@@ -59,6 +60,8 @@ def segments_by_strategy(records) -> bytes | None:
     fig, axes = plt.subplots(2, 1, figsize=(max(7, 0.9 * len(models) + 3), 7), sharex=True)
     _grouped_bars(axes[0], models, {s: engines[s] for s in order}, "TensorRT engines")
     _grouped_bars(axes[1], models, {s: torch_segs[s] for s in order}, "PyTorch segments")
+    for ax in axes:  # counts: whole-number ticks only
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     axes[0].set_title("Segments by partition strategy (fp32)")
     return _png(fig)
 
