@@ -107,3 +107,14 @@ def test_a_failed_build_leaves_no_entry(tmp_path):
     cache = EngineCache(tmp_path, max_bytes=1 << 20)
     assert cache.build("k", lambda file: None) is None
     assert list(tmp_path.iterdir()) == []
+
+
+def test_main_job_command_reuses_the_cache(tmp_path, capsys):
+    from torch_trt_ref.cli import main
+
+    argv = ["compile", "lgamma_graph", "--min-block-size", "1", "--cache-dir", str(tmp_path)]
+    assert main(argv) == 0
+    assert "from the engine cache" not in capsys.readouterr().out
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.count("from the engine cache") == 2  # both TensorRT segments of the graph

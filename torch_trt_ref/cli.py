@@ -24,6 +24,8 @@ def _compile_command(args: argparse.Namespace) -> int:
                     enable_resource_partitioning=args.resource_partitioning, progress=True)
     if args.cpu_memory_budget:
         settings["cpu_memory_budget"] = args.cpu_memory_budget
+    if args.cache or args.cache_dir:
+        settings.update(cache_engines=True, engine_cache_dir=args.cache_dir)
     print(f"compiling {entry.name}: {entry.description}", file=sys.stderr)
     with PeakRSS() as rss:
         compiled = torch_trt_ref.compile(model, inputs, kwargs, **settings)
@@ -75,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ops forced to PyTorch, e.g. aten::add or aten.add.Tensor")
     c.add_argument("--resource-partitioning", action="store_true")
     c.add_argument("--cpu-memory-budget", type=int, default=None, help="bytes")
+    c.add_argument("--cache", action="store_true",
+                   help="reuse engines from the engine cache (and store new ones there)")
+    c.add_argument("--cache-dir", default=None,
+                   help="engine cache directory (implies --cache; default "
+                        "$TORCH_TRT_REF_CACHE_DIR or ~/.cache/torch_trt_ref/engines)")
     c.add_argument("--json", default=None, help="also write the report as JSON here")
     c.set_defaults(func=_compile_command)
     try:
