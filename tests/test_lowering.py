@@ -1,6 +1,7 @@
 """Lowering: the decomposition registry with enabled/disabled sets, and passes that keep the
 graph valid and the module's results unchanged."""
 
+import pytest
 import torch
 
 from torch_trt_ref import CompilationSettings
@@ -100,3 +101,29 @@ def test_fold_constants_keeps_a_transposed_weight_as_a_view_of_the_parameter():
     assert view.untyped_storage().data_ptr() == lin.weight.untyped_storage().data_ptr()
     assert folded[0].meta["param_name"] == "weight"
     torch.testing.assert_close(gm(x), lin(x))
+
+
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_ffts_run_in_fp32_under_reduced_precision(precision):
+    """torch has no half FFT on CPU (and TensorRT no FFT): the FFT runs in fp32 and the
+    real values leaving its complex result return to the target precision."""
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1, self.fc2 = torch.nn.Linear(8, 8), torch.nn.Linear(5, 4)
+
+        def forward(self, x):
+            spectrum = torch.fft.rfft(torch.relu(self.fc1(x)), dim=-1)
+            back = torch.fft.irfft(spectrum, n=8, dim=-1)
+            return self.fc2(spectrum.abs()) + back[..., :4]
+
+    model, x = M().eval(), torch.randn(3, 8)
+    settings = CompilationSettings(precision=precision)
+    gm = lower_program(capture(model, (x,)), settings)
+    ffts = [n for n in gm.graph.nodes if "fft" in str(n.target)]
+    assert ffts and all(a.meta["val"].dtype in (torch.float32, torch.complex64)
+                        for n in ffts for a in n.all_input_nodes)
+    mm = [n for n in gm.graph.nodes if n.target == aten.addmm.default]
+    assert all(n.meta["val"].dtype == settings.dtype for n in mm)
+    torch.testing.assert_close(gm(x), model(x), atol=0.1, rtol=0.05)

@@ -1,5 +1,7 @@
 """Precision as a lowering step (D6, first cut): cast weights, float inputs and float
-factory ops to the target dtype, cast outputs back to the caller's dtypes."""
+factory ops to the target dtype, cast outputs back to the caller's dtypes. Ops with no
+reduced-precision kernel (FFTs: neither TensorRT nor torch's CPU FFT takes half types) run
+in fp32, and the real values leaving their complex results return to the target dtype."""
 
 from __future__ import annotations
 
@@ -12,6 +14,9 @@ from ..settings import CompilationSettings
 
 aten = torch.ops.aten
 FLOATS = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
+# Ops computed in fp32 whatever the precision (torch has no half FFT on CPU; TensorRT has
+# no FFT, so these always run in PyTorch).
+FULL_PRECISION_OPS = {aten._fft_r2c.default, aten._fft_c2r.default, aten._fft_c2c.default}
 
 
 def _is_float(val) -> bool:
@@ -23,6 +28,31 @@ def _clamp_scalar(value, dtype):
         info = torch.finfo(dtype)
         return max(min(value, info.max), info.min)
     return value
+
+
+def _compute_in_fp32(graph, node) -> None:
+    """Cast ``node``'s real float inputs to fp32 (its output is complex or cast back by
+    its consumers, see ``_back_to_target_from_complex``)."""
+    def up(arg):
+        if isinstance(arg, torch.fx.Node) and _is_float(arg.meta.get("val")):
+            with graph.inserting_before(node):
+                return graph.call_function(aten._to_copy.default, (arg,),
+                                           {"dtype": torch.float32})
+        return arg
+    node.args = tuple(up(a) for a in node.args)
+
+
+def _back_to_target_from_complex(graph, node, target) -> None:
+    """A real float computed from a complex value (``abs``, ``view_as_real``) returns to
+    the target precision."""
+    val = node.meta.get("val")
+    if not _is_float(val) or not any(
+            isinstance(getattr(a.meta.get("val"), "dtype", None), torch.dtype)
+            and a.meta["val"].dtype.is_complex for a in node.all_input_nodes):
+        return
+    with graph.inserting_after(node):
+        cast = graph.call_function(aten._to_copy.default, (node,), {"dtype": target})
+    node.replace_all_uses_with(cast, delete_user_cb=lambda u: u is not cast)
 
 
 def cast_precision(gm: GraphModule, settings: CompilationSettings) -> GraphModule:
@@ -50,7 +80,11 @@ def cast_precision(gm: GraphModule, settings: CompilationSettings) -> GraphModul
             with graph.inserting_after(node):
                 cast = graph.call_function(aten._to_copy.default, (node,), {"dtype": target})
             node.replace_all_uses_with(cast, delete_user_cb=lambda u: u is not cast)
+        elif node.op == "call_function" and node.target in FULL_PRECISION_OPS:
+            _compute_in_fp32(graph, node)
+            _back_to_target_from_complex(graph, node, target)  # _fft_c2r: complex -> real
         elif node.op == "call_function":
+            _back_to_target_from_complex(graph, node, target)
             dtype = node.kwargs.get("dtype")
             if dtype in FLOATS and dtype != target:
                 node.kwargs = {**node.kwargs, "dtype": target}
