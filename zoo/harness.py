@@ -59,7 +59,8 @@ def run_in_subprocess(cell: Cell, timeout: float = DEFAULT_TIMEOUT,
             return json.load(f)
 
 
-PRELOAD = ["torch", "torchvision", "transformers", "torch_trt_ref", "zoo.cell"]
+PRELOAD = ["torch", "torchvision", "transformers", "torch_trt_ref", "zoo.cell",
+           "zoo.forkserver_init"]
 _FORKSERVER: list = []
 
 
