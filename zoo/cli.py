@@ -145,9 +145,10 @@ def add_subcommands(subparsers) -> None:
     run.add_argument("--runs", type=int, help="timed runs per cell, at most (5 quick, 10)")
     run.add_argument("--max-seconds", type=float,
                      help="stop timing after this long, at least 3 runs (5 quick, 20)")
-    run.add_argument("--isolation", choices=("fork", "subprocess", "none"), default="fork",
-                     help="fork: from a preloaded forkserver (default); subprocess: a new "
-                     "interpreter per cell; none: in this process (debugging, RSS not isolated)")
+    run.add_argument("--isolation", choices=("fork", "subprocess", "none"), default="subprocess",
+                     help="subprocess: a new interpreter per cell (default; faithful compile "
+                     "times); fork: from a preloaded forkserver (faster sweeps, compiles "
+                     "~0.5-1 s slower); none: in this process (debugging, RSS not isolated)")
     run.add_argument("--no-progress", action="store_true")
     run.add_argument("--no-report", action="store_true", help="skip the .md/.html reports")
     run.add_argument("--fail-on-error", action="store_true",

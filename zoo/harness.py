@@ -1,9 +1,12 @@
 """The sweep: run each cell in a fresh process (so peak RSS is the compile's own, and a crash
 or hang costs one cell), with a per-cell timeout, appending one JSON line per cell.
 
-Isolation "fork" forks each cell from a forkserver that has already imported torch,
-transformers and torch_trt_ref (and run nothing), saving the ~5-10 s import of a new
-interpreter per cell; "subprocess" starts ``python -m zoo.cell``; "none" runs in-process."""
+Isolation "subprocess" (the default) starts ``python -m zoo.cell`` per cell: a fresh
+interpreter, as a user's script would be, at the price of ~5-10 s of imports per cell.
+"fork" forks each cell from a forkserver that has already imported torch, transformers and
+torch_trt_ref: much faster sweeps, but a forked cell's compile runs ~0.5-1 s slower (pages
+shared copy-on-write with the forkserver are copied as the compile touches their objects),
+so its compile times are not comparable with the anchor. "none" runs in-process."""
 
 from __future__ import annotations
 
@@ -109,7 +112,7 @@ RUNNERS = {"fork": run_forked, "subprocess": run_in_subprocess, "none": run_in_p
 
 
 def sweep(cells: Sequence[Cell], out: str | os.PathLike, *, timeout: float = DEFAULT_TIMEOUT,
-          isolation: str = "fork", measure: dict[str, Any] | None = None,
+          isolation: str = "subprocess", measure: dict[str, Any] | None = None,
           progress: bool = True,
           on_record: Callable[[dict], None] | None = None) -> list[dict[str, Any]]:
     """Run ``cells`` in order, appending each record to ``out`` as soon as it is measured.
@@ -125,6 +128,7 @@ def sweep(cells: Sequence[Cell], out: str | os.PathLike, *, timeout: float = DEF
         start = time.perf_counter()
         record = run(cell, timeout, measure)
         record["run_id"] = run_id
+        record["isolation"] = isolation
         record["timestamp"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
         record["wall_seconds"] = time.perf_counter() - start
         write_record(out, record)

@@ -82,6 +82,9 @@ def anchor_section(records: list[dict]) -> list[str]:
            "the fp32 weight bytes. The time target is judged on this process's CPU seconds, "
            "which other processes on a shared machine do not inflate; wall seconds are shown "
            "beside them.", ""]
+    isolations = sorted({r.get("isolation", "unrecorded") for r in records
+                         if r.get("status") == "ok"})
+    out[0] += f" Cell isolation: {', '.join(isolations)} (see docs/zoo.md: fork adds ~0.5-1 s)."
     warmups = [r["process_warmup_seconds"] for r in records if r.get("process_warmup_seconds")]
     if warmups:
         out[0] += (" Each cell's process had captured a two-op module once before "
