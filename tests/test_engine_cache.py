@@ -118,3 +118,11 @@ def test_main_job_command_reuses_the_cache(tmp_path, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert out.count("from the engine cache") == 2  # both TensorRT segments of the graph
+
+
+def test_a_plan_still_being_written_is_not_an_entry(tmp_path):
+    cache = EngineCache(tmp_path, max_bytes=10)
+    (tmp_path / ".building_x.plan").write_bytes(b"0" * 100)  # another compile's build
+    _store(cache, "a", 5)
+    assert [k for k, _, _ in cache.entries()] == ["a"]
+    assert (tmp_path / ".building_x.plan").exists()

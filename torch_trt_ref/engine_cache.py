@@ -33,22 +33,19 @@ from ._trt import BACKEND, trt
 log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 24
+_BUILDING = ".building_"  # prefix of a plan still being written
 _VERSION = 1
 
 
 class PlanFile:
     """A serialized plan on disk, held open so it outlives a cache eviction."""
 
-    def __init__(self, file, nbytes: int, path: str | None = None):
+    def __init__(self, file, nbytes: int):
         self._file = file
         self.nbytes = nbytes
-        self.path = path  # None for an anonymous (spilled, uncached) plan
 
     def read(self) -> bytes:
         return os.pread(self._file.fileno(), self.nbytes, 0)
-
-    def __len__(self) -> int:
-        return self.nbytes
 
 
 class _FileWriter(trt.IStreamWriter):
@@ -145,7 +142,7 @@ class EngineCache:
             return None
         file = open(plan_path, "rb")
         os.utime(plan_path)  # most recently used
-        return PlanFile(file, plan_path.stat().st_size, str(plan_path))
+        return PlanFile(file, plan_path.stat().st_size)
 
     def _check(self, plan_path: Path, meta_path: Path) -> str | None:
         try:
@@ -171,7 +168,7 @@ class EngineCache:
         """Run ``build(file)`` (it streams the plan into ``file`` and returns the writer or
         None) and store the result atomically under ``key``."""
         plan_path, meta_path = self._paths(key)
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".building_", suffix=".plan")
+        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=_BUILDING, suffix=".plan")
         file = os.fdopen(fd, "w+b")
         try:
             writer = build(file)
@@ -192,12 +189,14 @@ class EngineCache:
         os.replace(tmp, plan_path)
         os.replace(meta_tmp, meta_path)
         self.evict(keep=key)
-        return PlanFile(file, writer.nbytes, str(plan_path))
+        return PlanFile(file, writer.nbytes)
 
     def entries(self) -> list[tuple[str, int, float]]:
         """(key, plan bytes, last use) of every entry, oldest first."""
         out = []
         for path in self.directory.glob("*.plan"):
+            if path.name.startswith(_BUILDING):  # another compile is still writing it
+                continue
             try:
                 stat = path.stat()
             except OSError:

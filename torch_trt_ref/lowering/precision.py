@@ -23,6 +23,10 @@ def _is_float(val) -> bool:
     return isinstance(val, torch.Tensor) and val.dtype in FLOATS
 
 
+def _is_complex(val) -> bool:
+    return isinstance(val, torch.Tensor) and val.dtype.is_complex
+
+
 def _clamp_scalar(value, dtype):
     if isinstance(value, float):
         info = torch.finfo(dtype)
@@ -45,10 +49,8 @@ def _compute_in_fp32(graph, node) -> None:
 def _back_to_target_from_complex(graph, node, target) -> None:
     """A real float computed from a complex value (``abs``, ``view_as_real``) returns to
     the target precision."""
-    val = node.meta.get("val")
-    if not _is_float(val) or not any(
-            isinstance(getattr(a.meta.get("val"), "dtype", None), torch.dtype)
-            and a.meta["val"].dtype.is_complex for a in node.all_input_nodes):
+    if not _is_float(node.meta.get("val")) or not any(
+            _is_complex(a.meta.get("val")) for a in node.all_input_nodes):
         return
     with graph.inserting_after(node):
         cast = graph.call_function(aten._to_copy.default, (node,), {"dtype": target})
