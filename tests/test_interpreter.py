@@ -83,22 +83,24 @@ def test_converter_failure_names_node_and_op(registry):
         Interpreter(_graph_module(), [spec], CompilationSettings(), registry).run()
 
 
+class Tied(torch.nn.Module):
+    """An embedding whose weight is also the output projection (GPT-2's tied head)."""
+
+    def __init__(self, vocab: int, hidden: int):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, hidden)
+        self.proj = torch.nn.Linear(hidden, hidden)
+        self.head = torch.nn.Linear(hidden, vocab, bias=False)
+        self.head.weight = self.emb.weight
+
+    def forward(self, ids):
+        return self.head(torch.relu(self.proj(self.emb(ids))))
+
+
 def test_weights_are_stored_once_linear_reads_them_transposed_and_tied_weights_share():
     """nn.Linear's weight enters the network untransposed (matrix multiply TRANSPOSE) and a
     weight used by an embedding and a tied output projection becomes one constant layer."""
-
-    class Tied(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.emb = torch.nn.Embedding(10, 4)
-            self.proj = torch.nn.Linear(4, 4)
-            self.head = torch.nn.Linear(4, 10, bias=False)
-            self.head.weight = self.emb.weight
-
-        def forward(self, ids):
-            return self.head(torch.relu(self.proj(self.emb(ids))))
-
-    model = Tied().eval()
+    model = Tied(16, 4).eval()
     ids = torch.tensor([[1, 2, 3]])
     compiled = torch_trt_ref.compile(model, [ids], min_block_size=1)
     (engine,) = [m.engine for _, m in compiled.named_modules() if isinstance(m, EngineModule)]
@@ -107,3 +109,16 @@ def test_weights_are_stored_once_linear_reads_them_transposed_and_tied_weights_s
     matmuls = [layer for layer in engine.snapshot.layers if layer.kind == "MATRIX_MULTIPLY"]
     assert len(matmuls) == 2 and all(m.attrs["op1"] == "TRANSPOSE" for m in matmuls)
     torch.testing.assert_close(compiled(ids), model(ids), atol=1e-5, rtol=1e-5)
+
+
+def test_tied_weight_with_unaligned_rows_is_stored_once_in_the_plan():
+    """5001 rows (not a multiple of 8): TensorRT would pad the head's copy and store the
+    weight twice (plan ~2x the weights); split_tied_embeddings keeps the plan near 1x. Ids
+    from the last rows exercise the tail lookup and the tail product."""
+    model = Tied(5001, 256).eval()
+    ids = torch.tensor([[0, 1, 4999, 5000, 4991, 4992, 17]])
+    compiled = torch_trt_ref.compile(model, [ids], min_block_size=1)
+    (engine,) = [m.engine for _, m in compiled.named_modules() if isinstance(m, EngineModule)]
+    param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())
+    assert engine.nbytes < 1.3 * param_bytes
+    torch.testing.assert_close(compiled(ids), model(ids), atol=1e-4, rtol=1e-4)

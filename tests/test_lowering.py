@@ -8,7 +8,7 @@ from torch_trt_ref import CompilationSettings
 from torch_trt_ref.capture import capture
 from torch_trt_ref.compiler import lower_program
 from torch_trt_ref.lowering.decompositions import decomposition_table, register_decomposition
-from torch_trt_ref.lowering.passes import fold_constants
+from torch_trt_ref.lowering.passes import fold_constants, split_tied_embeddings
 from torch_trt_ref.settings import op_name
 
 aten = torch.ops.aten
@@ -127,3 +127,26 @@ def test_ffts_run_in_fp32_under_reduced_precision(precision):
     mm = [n for n in gm.graph.nodes if n.target == aten.addmm.default]
     assert all(n.meta["val"].dtype == settings.dtype for n in mm)
     torch.testing.assert_close(gm(x), model(x), atol=0.1, rtol=0.05)
+
+
+@pytest.mark.parametrize("vocab, split", [(13, True), (16, False)])
+def test_split_tied_embeddings_splits_unaligned_rows_and_keeps_results(vocab, split):
+    """A weight read by an embedding and, transposed, by mm is split into 8 aligned rows
+    plus a tail when its 13 rows are not a multiple of 8 (16 rows stay whole); every id,
+    head or tail, gives eager's logits."""
+    emb = torch.nn.Embedding(vocab, 4)
+    head = torch.nn.Linear(4, vocab, bias=False)
+    head.weight = emb.weight
+    model = torch.nn.Sequential(emb, head).eval()
+    ids = torch.arange(vocab).reshape(1, vocab)
+    settings = CompilationSettings()
+    gm = lower_program(capture(model, [ids], {}, decomposition_table(settings)), settings)
+    lookups = [n for n in gm.graph.nodes if n.target == aten.embedding.default]
+    rows = sorted(n.args[0].meta["val"].shape[0] for n in lookups)
+    assert rows == ([vocab - 8, 8] if split else [vocab])
+    assert ("aten.cat.default" in _ops(gm)) == split
+    torch.testing.assert_close(gm(ids), model(ids))
+    assert split_tied_embeddings(gm, settings) is gm  # idempotent: nothing left to split
+    assert [n.args[0].meta["val"].shape[0] for n in gm.graph.nodes
+            if n.target == aten.embedding.default] == [n.args[0].meta["val"].shape[0]
+                                                       for n in lookups]

@@ -15,7 +15,7 @@ from torch.fx import GraphModule
 
 from . import conversion  # noqa: F401
 from .build import build_engine
-from .capture import as_inputs, capture, symbol_ranges
+from .capture import as_inputs, capture, flat_module, symbol_ranges
 from .conversion import converters  # noqa: F401  (registers the built-in converters)
 from .conversion.interpreter import Interpreter
 from .conversion.registry import CONVERTERS, ConverterRegistry
@@ -57,7 +57,7 @@ def lower_program(ep: ExportedProgram, settings: CompilationSettings) -> GraphMo
     table = decomposition_table(settings)
     gm = None
     if getattr(ep, "_torch_trt_ref_aten_ir", False):
-        gm = ep.module()
+        gm = flat_module(ep)
         try:
             decompose_locally(gm, table)
         except Exception as err:  # fall back to retracing the whole program

@@ -109,7 +109,8 @@ def decompose_locally(gm: torch.fx.GraphModule, table: dict) -> int:
     """Replace each node whose op is in ``table`` by its decomposition, traced on the
     node's fake inputs (seed 001: decompositions shape-propagate through FakeTensor).
 
-    Only the nodes that need it are retraced, instead of the whole program. Returns the
+    Only the nodes that need it are retraced, instead of the whole program; the graph is
+    edited in place and not recompiled (``lower`` recompiles once at its end). Returns the
     number of nodes decomposed; raises if a node cannot be traced (callers fall back to
     ``ExportedProgram.run_decompositions``)."""
     fake_mode = next((n.meta["val"].fake_mode for n in gm.graph.nodes if n.op == "placeholder"
@@ -123,7 +124,6 @@ def decompose_locally(gm: torch.fx.GraphModule, table: dict) -> int:
         for node in nodes:
             _decompose_node(gm, node, table, fake_mode, traced)
     gm.graph.eliminate_dead_code()
-    gm.recompile()
     return len(nodes)
 
 
