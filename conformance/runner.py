@@ -12,12 +12,10 @@ from torch.export import Dim
 
 import torch_trt_ref
 from torch_trt_ref.capture import export_program
-from torch_trt_ref.lowering import decomposition_table
-from torch_trt_ref.settings import CompilationSettings, op_name
+from torch_trt_ref.settings import op_name
 
 from .case import Case, T, W
 
-_TABLE = decomposition_table(CompilationSettings())  # what compile() will apply
 DTYPE_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16",
                torch.int32: "int32", torch.int64: "int64", torch.bool: "bool"}
 
@@ -142,8 +140,7 @@ def run_cell(case: Case, dtype: torch.dtype, dynamic: bool) -> None:
     specs, dyn_shapes = _inputs(case, dynamic)
     tensor_args = [a for _, a in case.tensor_args() if not isinstance(a, W)]
     example = [a.make(dtype, seed=i) for i, a in enumerate(tensor_args)]
-    ep = export_program(module, tuple(example), {},
-                        (tuple(dyn_shapes),) if dynamic else None, _TABLE)
+    ep = export_program(module, tuple(example), {}, (tuple(dyn_shapes),) if dynamic else None)
     inputs = [torch_trt_ref.Input(min_shape=lo, opt_shape=opt, max_shape=hi, dtype=x.dtype)
               for (opt, lo, hi), x in zip(specs, example)]
     compiled = torch_trt_ref.compile(ep, inputs, min_block_size=1, require_full_compilation=True,

@@ -12,7 +12,6 @@ from torch_trt_ref.capture import export_program
 from torch_trt_ref.compiler import CONVERTERS, lower_program
 from torch_trt_ref.conversion.interpreter import Interpreter
 from torch_trt_ref.conversion.shapes import spec_from_fake
-from torch_trt_ref.lowering import decomposition_table
 from torch_trt_ref.settings import CompilationSettings
 
 from .conftest import pedantic
@@ -37,14 +36,13 @@ FAMILIES = _families()
 def _graphs(cases) -> list:
     """Lowered one-op graphs (fp32, static) with their input specs; built once."""
     settings = CompilationSettings()
-    table = decomposition_table(settings)
     graphs = []
     for case in cases:
         module = OneOp(case, torch.float32)
         args = tuple(a.make(torch.float32, seed=i)
                      for i, (_, a) in enumerate(case.tensor_args()) if type(a).__name__ == "T")
         try:
-            gm = lower_program(export_program(module, args, {}, None, table), settings)
+            gm = lower_program(export_program(module, args, {}, None), settings)
         except Exception:  # a case that needs dynamic inputs or special values
             continue
         specs = [spec_from_fake(n.name, n.meta["val"], {})

@@ -140,7 +140,7 @@ def test_split_tied_embeddings_splits_unaligned_rows_and_keeps_results(vocab, sp
     model = torch.nn.Sequential(emb, head).eval()
     ids = torch.arange(vocab).reshape(1, vocab)
     settings = CompilationSettings()
-    gm = lower_program(capture(model, [ids], {}, decomposition_table(settings)), settings)
+    gm = lower_program(capture(model, [ids]), settings)
     lookups = [n for n in gm.graph.nodes if n.target == aten.embedding.default]
     rows = sorted(n.args[0].meta["val"].shape[0] for n in lookups)
     assert rows == ([vocab - 8, 8] if split else [vocab])
@@ -150,3 +150,81 @@ def test_split_tied_embeddings_splits_unaligned_rows_and_keeps_results(vocab, sp
     assert [n.args[0].meta["val"].shape[0] for n in gm.graph.nodes
             if n.target == aten.embedding.default] == [n.args[0].meta["val"].shape[0]
                                                        for n in lookups]
+
+
+def _writes(gm) -> list[str]:
+    return [op_name(n.target) for n in gm.graph.nodes if n.op == "call_function"
+            and isinstance(n.target, torch._ops.OpOverload) and n.target._schema.is_mutable]
+
+
+class InPlace(torch.nn.Module):
+    """torchvision's in-place style: relu_, add_ on fresh values, a value read before and
+    after its write, and a mask filled through slices (swin's shifted-window mask)."""
+
+    def forward(self, x):
+        y = x * 2
+        before = y + 1  # reads y before the write
+        y.relu_()
+        y.add_(before)
+        mask = x.new_zeros((4, 4))
+        mask[0:2, 1:3] = 5.0
+        mask[1, :] = 7.0
+        return y + mask, before
+
+
+def test_pre_dispatch_program_is_functionalized_locally_and_matches_eager():
+    """capture keeps the pre-dispatch IR (in-place ops, composites); lowering rewrites the
+    writes out of place and decomposes node by node, with the result of run_decompositions
+    (the whole program retraced) and of eager."""
+    from torch_trt_ref.capture import flat_module
+    from torch_trt_ref.lowering.decompositions import decompose_locally
+    from torch_trt_ref.lowering.passes import functionalize_inplace
+
+    x = torch.randn(4, 4)
+    ep = capture(InPlace(), (x,))
+    assert {"aten.relu_.default", "aten.add_.Tensor", "aten.fill_.Scalar"} <= set(
+        _writes(ep.graph_module))
+    gm = functionalize_inplace(flat_module(ep))
+    assert _writes(gm) == []
+    decompose_locally(gm, decomposition_table(CompilationSettings()))
+    gm.recompile()
+    for got, want in zip(gm(x), InPlace()(x)):
+        torch.testing.assert_close(got, want)
+    reference = ep.run_decompositions(decomposition_table(CompilationSettings())).module()
+    for got, want in zip(lower_program(ep, CompilationSettings())(x), reference(x)):
+        torch.testing.assert_close(got, want)
+    assert _writes(ep.graph_module)  # the captured program itself is left as it was
+
+
+class WritesInput(torch.nn.Module):
+    def forward(self, x):
+        view = x[0]
+        x.add_(1)  # an input written: seen by the caller and by ``view``
+        return view * 2
+
+
+def test_write_to_an_input_is_not_rewritten_locally_and_falls_back_to_the_whole_program():
+    from torch_trt_ref.capture import flat_module
+    from torch_trt_ref.lowering.decompositions import NotLocallyLowerable
+    from torch_trt_ref.lowering.passes import functionalize_inplace
+
+    x = torch.randn(3, 4)
+    ep = capture(WritesInput(), (x.clone(),))
+    with pytest.raises(NotLocallyLowerable, match="add_"):
+        functionalize_inplace(flat_module(ep))
+    gm = lower_program(ep, CompilationSettings())
+    torch.testing.assert_close(gm(x.clone()), WritesInput()(x.clone()))
+
+
+def test_control_flow_is_not_decomposed_locally():
+    from torch_trt_ref.capture import flat_module
+    from torch_trt_ref.lowering.decompositions import NotLocallyLowerable, decompose_locally
+
+    class Cond(torch.nn.Module):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda v: torch.nn.functional.linear(v, v),
+                              lambda v: v - 1, (x,))
+
+    ep = capture(Cond(), (torch.randn(3, 3),))
+    with pytest.raises(NotLocallyLowerable, match="control flow"):
+        decompose_locally(flat_module(ep), decomposition_table(CompilationSettings()))

@@ -75,11 +75,10 @@ def stack_traces(record: bool):
 
 def capture(model: torch.nn.Module | ExportedProgram, args: Sequence[Any],
             kwargs: dict[str, Any] | None = None,
-            table: dict | None = None, record_stack_traces: bool = False) -> ExportedProgram:
+            record_stack_traces: bool = False) -> ExportedProgram:
     """torch.export ``model`` on example inputs made from ``args``/``kwargs`` (tensors or
-    Inputs); dynamic Input ranges become export Dims. ``table`` is the decomposition table
-    lowering will apply (see ``export_program``); ``record_stack_traces`` keeps each node's
-    ``meta["stack_trace"]`` (off by default: it costs a traceback per node)."""
+    Inputs); dynamic Input ranges become export Dims. ``record_stack_traces`` keeps each
+    node's ``meta["stack_trace"]`` (off by default: it costs a traceback per node)."""
     if isinstance(model, ExportedProgram):
         return model
     kwargs = kwargs or {}
@@ -95,31 +94,16 @@ def capture(model: torch.nn.Module | ExportedProgram, args: Sequence[Any],
     ex_args = example_args(args)
     ex_kwargs = {k: (v.example() if isinstance(v, Input) else v) for k, v in kwargs.items()}
     with eval_mode(model), stack_traces(record_stack_traces):
-        return export_program(model, ex_args, ex_kwargs, dynamic, table)
+        return export_program(model, ex_args, ex_kwargs, dynamic)
 
 
-def export_program(model: torch.nn.Module, args: tuple, kwargs: dict, dynamic_shapes: Any,
-                   table: dict | None = None) -> ExportedProgram:
-    """Export ``model``. Given the decomposition ``table`` lowering will apply, the model is
-    traced once straight to functional ATen IR, keeping whole the composite ops the table
-    does not decompose, so lowering only retraces the few nodes still in the table
-    (``decompose_locally``) instead of the whole program. This uses torch's private export
-    entry point; where it is unavailable the public ``torch.export.export`` is used and
-    lowering runs ``run_decompositions``."""
+def export_program(model: torch.nn.Module, args: tuple, kwargs: dict,
+                   dynamic_shapes: Any) -> ExportedProgram:
+    """Export ``model`` (non-strict) to torch.export's pre-dispatch IR: composite ops such as
+    ``linear`` stay whole and the model's forward is traced once. (Tracing straight to
+    functional ATen IR traces it twice, once to collect metadata: ~1.1 s instead of ~0.5 s
+    on BERT-base.) Lowering decomposes what it must node by node; see ``lower_program``."""
     with torch.no_grad():
-        if table is not None:
-            try:
-                from torch.export._trace import _export
-
-                from .lowering.decompositions import preserve_composites
-
-                with preserve_composites(table):
-                    ep = _export(model, args, kwargs, dynamic_shapes=dynamic_shapes,
-                                 strict=False, pre_dispatch=False)
-                ep._torch_trt_ref_aten_ir = True
-                return ep
-            except ImportError:
-                pass
         return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes,
                                    strict=False)
 
@@ -142,8 +126,8 @@ def symbol_ranges(gm: torch.fx.GraphModule, specs: Sequence[Input]) -> dict:
 
 
 def flat_module(ep: ExportedProgram) -> torch.fx.GraphModule:
-    """The flat GraphModule of an ExportedProgram this package captured: lifted weights
-    become ``get_attr`` nodes and the graph keeps the model's calling convention.
+    """The flat GraphModule of an ExportedProgram: lifted weights become ``get_attr`` nodes
+    and the graph keeps the model's calling convention.
 
     ``ep.module()`` does the same but deep-copies the graph and every node's metadata and
     adds input guards (~0.2 s on BERT-base); here the nodes are copied with their metadata

@@ -23,7 +23,8 @@ from .conversion.shapes import spec_from_fake
 from .engine_cache import EngineCache
 from .inputs import Input
 from .lowering import decomposition_table, lower
-from .lowering.decompositions import decompose_locally
+from .lowering.decompositions import NotLocallyLowerable, decompose_locally
+from .lowering.passes import functionalize_inplace
 from .partitioning import TENSORRT, TORCH, partition, stitch, support_report
 from .partitioning.hierarchical import wrap_backend_segment
 from .partitioning.stitch import segment_name
@@ -53,17 +54,20 @@ def _settings_json(settings: CompilationSettings) -> dict[str, Any]:
 
 def lower_program(ep: ExportedProgram, settings: CompilationSettings) -> GraphModule:
     """Decompose the exported program and run the lowering passes; returns a flat
-    GraphModule (weights as get_attr) with the original calling convention."""
+    GraphModule (weights as get_attr) with the original calling convention.
+
+    The program's graph is copied, its in-place ops made out-of-place and the nodes the
+    decomposition table covers retraced one by one (``decompose_locally``). A program this
+    cannot handle (an in-place op on a view or a weight, control flow, a node that fails to
+    trace) is retraced whole by ``ExportedProgram.run_decompositions`` instead."""
     table = decomposition_table(settings)
-    gm = None
-    if getattr(ep, "_torch_trt_ref_aten_ir", False):
+    try:
         gm = flat_module(ep)
-        try:
-            decompose_locally(gm, table)
-        except Exception as err:  # fall back to retracing the whole program
-            log.debug("local decomposition failed (%s); using run_decompositions", err)
-            gm = None
-    if gm is None:
+        functionalize_inplace(gm)
+        decompose_locally(gm, table)
+        functionalize_inplace(gm)  # a decomposition may write in place (as_strided_)
+    except NotLocallyLowerable as err:
+        log.debug("lowering %s with run_decompositions: %s", type(ep).__name__, err)
         gm = ep.run_decompositions(table).module()
     for node in gm.graph.nodes:
         if node.op == "get_attr":
@@ -116,8 +120,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
 
     say = _progress(settings)
     with report.phase("capture"):
-        ep = capture(model, list(inputs), dict(kwarg_inputs), decomposition_table(settings),
-                     settings.record_stack_traces)
+        ep = capture(model, list(inputs), dict(kwarg_inputs), settings.record_stack_traces)
     say(f"captured in {report.phases['capture']:.2f}s")
     with report.phase("lowering"):
         gm = lower_program(ep, settings)

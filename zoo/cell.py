@@ -32,14 +32,12 @@ def _warm_up_capture() -> float:
     TensorRT work happens here, so no builder threads exist before a fork."""
     from torch_trt_ref.capture import capture
     from torch_trt_ref.compiler import lower_program
-    from torch_trt_ref.lowering import decomposition_table
     from torch_trt_ref.settings import CompilationSettings
 
     start = time.perf_counter()
     settings = CompilationSettings()
     tiny = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GELU()).eval()
-    lower_program(capture(tiny, [torch.randn(2, 4)], {}, decomposition_table(settings)),
-                  settings)
+    lower_program(capture(tiny, [torch.randn(2, 4)], {}), settings)
     return time.perf_counter() - start
 
 

@@ -21,6 +21,10 @@ def numel(x):
     return x.view(x.numel())
 
 
+def doubled(x):
+    return torch.full([x.shape[0] * 2], 0.5)
+
+
 def halves(x):
     return torch.full([x.shape[0] // 2], 1.5)
 
@@ -70,7 +74,8 @@ def _case(fn, target, dtypes=F32):
 
 CASES = [
     _case(rows, aten.sym_size.int, dtypes=(torch.float32, torch.int64, torch.bool)),
-    _case(numel, operator.mul),
+    _case(numel, aten.sym_numel.default),
+    _case(doubled, operator.mul),
     _case(halves, operator.floordiv),
     _case(all_but_one, operator.sub),
     _case(last_rows, operator.neg),

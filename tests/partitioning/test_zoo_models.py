@@ -65,10 +65,12 @@ def _counts(gm, registry, **knobs):
     return counts
 
 
-# Measured: GPT-2 with the sparse library at min_block_size=1 gives fast 23, dependency-aware
-# 25. fast's phases may move a node past a PyTorch segment that dependency-aware segmentation,
+# Measured: GPT-2 with the sparse library at min_block_size=1 gives fast 25, dependency-aware
+# 29 (with add forced to PyTorch: 19 and 21). Its 100-row tied embedding is split by
+# split_tied_embeddings, whose sub/mul nodes the sparse library covers and the others not.
+# fast's phases may move a node past a PyTorch segment that dependency-aware segmentation,
 # walking the graph in order, has already closed (see docs/partitioning.md).
-KNOWN = {("gpt2", "sparse", (), 1)}
+KNOWN = {("gpt2", "sparse", (), 1), ("gpt2", "sparse", (aten.add.Tensor,), 1)}
 
 
 @pytest.mark.parametrize("support", ["full", "sparse"])

@@ -79,24 +79,50 @@ def linear(x, weight, bias=None):
     return out if bias is None else out + bias
 
 
+class NotLocallyLowerable(Exception):
+    """A program ``decompose_locally`` (or ``functionalize_inplace``) cannot lower node by
+    node; the caller retraces it whole with ``run_decompositions``."""
+
+
+@register_decomposition(aten.batch_norm.default)
+def batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps,
+               cudnn_enabled):
+    """Eval-mode batch norm as the one op functionalization would make of it (and the
+    normalization converter takes); torch's own decomposition goes through
+    ``native_batch_norm``. Training mode keeps that route."""
+    if training or running_mean is None or running_var is None:
+        return aten.native_batch_norm.default(input, weight, bias, running_mean, running_var,
+                                              training, momentum, eps)[0]
+    return aten._native_batch_norm_legit_no_training.default(
+        input, weight, bias, running_mean, running_var, momentum, eps)[0]
+
+
 _CIA_OPS: frozenset | None = None
+
+
+def _preservable_composites() -> frozenset:
+    """Composite (CompositeImplicitAutograd) ops torch.export can keep whole (not the
+    view-like ones such as ``reshape``); ~0.1 s to collect, fixed once torch is imported."""
+    from torch.export.exported_program import _collect_all_valid_cia_ops
+
+    global _CIA_OPS
+    if _CIA_OPS is None:
+        _CIA_OPS = frozenset(_collect_all_valid_cia_ops())
+    return _CIA_OPS
 
 
 @contextmanager
 def preserve_composites(table: dict):
-    """While active, composite (CompositeImplicitAutograd) ops that ``table`` does not
-    decompose stay whole when traced, as ``run_decompositions`` keeps them. Uses torch's
-    private export helpers; raises ImportError where they do not exist."""
+    """While active, composite ops that ``table`` does not decompose stay whole when traced,
+    as ``run_decompositions`` keeps them. Uses torch's private export helpers; raises
+    ImportError where they do not exist."""
     from torch.export.exported_program import (
-        _collect_all_valid_cia_ops,
         _override_composite_implicit_decomp,
         _special_op_to_preserve_cia,
     )
 
-    global _CIA_OPS
-    if _CIA_OPS is None:  # ~0.1 s to collect; the set is fixed once torch is imported
-        _CIA_OPS = frozenset(_collect_all_valid_cia_ops())
-    keep = {op: _special_op_to_preserve_cia for op in _CIA_OPS if op not in table}
+    keep = {op: _special_op_to_preserve_cia for op in _preservable_composites()
+            if op not in table}
     with _override_composite_implicit_decomp(keep):
         yield
 
@@ -105,24 +131,52 @@ def preserve_composites(table: dict):
 NEVER_DECOMPOSE = {aten.sym_size.int, aten.sym_stride.int, aten.sym_numel.default}
 
 
+def _needs_decomposition(op, table: dict) -> bool:
+    """In ``table``, or a composite op that cannot stay whole (``reshape``, ``contiguous``:
+    run_decompositions always decomposes these)."""
+    if not isinstance(op, torch._ops.OpOverload) or op in NEVER_DECOMPOSE:
+        return False
+    if op in table:
+        return True
+    return (torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd")
+            and op not in _preservable_composites())
+
+
 def decompose_locally(gm: torch.fx.GraphModule, table: dict) -> int:
-    """Replace each node whose op is in ``table`` by its decomposition, traced on the
+    """Replace each node whose op needs decomposing by its decomposition, traced on the
     node's fake inputs (seed 001: decompositions shape-propagate through FakeTensor).
 
     Only the nodes that need it are retraced, instead of the whole program; the graph is
     edited in place and not recompiled (``lower`` recompiles once at its end). Returns the
-    number of nodes decomposed; raises if a node cannot be traced (callers fall back to
-    ``ExportedProgram.run_decompositions``)."""
+    number of nodes decomposed. Raises NotLocallyLowerable for control flow (its branches
+    would need lowering too) or a node that cannot be traced; callers then use
+    ``ExportedProgram.run_decompositions``."""
+    try:
+        with preserve_composites(table):
+            return _decompose_nodes(gm, table)
+    except ImportError as err:
+        raise NotLocallyLowerable(f"torch lacks a private export helper: {err}") from err
+
+
+def _decompose_nodes(gm: torch.fx.GraphModule, table: dict) -> int:
     fake_mode = next((n.meta["val"].fake_mode for n in gm.graph.nodes if n.op == "placeholder"
                       and hasattr(n.meta.get("val"), "fake_mode")), None)
-    nodes = [n for n in gm.graph.nodes if n.op == "call_function" and n.target in table
-             and n.target not in NEVER_DECOMPOSE]
-    if not nodes:
-        return 0
+    if fake_mode is None:
+        raise NotLocallyLowerable("no FakeTensor metadata on the inputs")
+    hops = {str(n.target) for n in gm.graph.nodes if n.op == "call_function"
+            and isinstance(n.target, torch._ops.HigherOrderOperator)}
+    if hops:
+        raise NotLocallyLowerable(f"control flow {sorted(hops)}")
+    nodes = [n for n in gm.graph.nodes
+             if n.op == "call_function" and _needs_decomposition(n.target, table)]
     traced: dict = {}  # repeated layers decompose identical nodes: trace each once
-    with preserve_composites(table):
-        for node in nodes:
+    for node in nodes:
+        try:
             _decompose_node(gm, node, table, fake_mode, traced)
+        except NotLocallyLowerable:
+            raise
+        except Exception as err:
+            raise NotLocallyLowerable(f"{node.name} ({node.target}): {err}") from err
     gm.graph.eliminate_dead_code()
     return len(nodes)
 
@@ -146,17 +200,21 @@ def _decompose_node(gm: torch.fx.GraphModule, node: torch.fx.Node, table: dict,
 
     inputs = node.all_input_nodes
     if any(not isinstance(n.meta.get("val"), torch.Tensor) for n in inputs):
-        raise NotImplementedError(f"{node.name}: non-tensor inputs")
+        raise NotLocallyLowerable(f"{node.name}: non-tensor inputs")
     position = {n: i for i, n in enumerate(inputs)}
     key = _signature(node, inputs, position)
     if key is not None and key in traced:
         _inline(gm, node, traced[key], inputs)
         return
 
+    # The table's function itself: calling a composite op would run torch's own
+    # decomposition of it (linear -> addmm) instead of the table's (linear -> mm + add).
+    decomposition = table.get(node.target, node.target)
+
     def call(*values):
         args = torch.fx.node.map_arg(node.args, lambda n: values[position[n]])
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: values[position[n]])
-        return node.target(*args, **kwargs)
+        return decomposition(*args, **kwargs)
 
     with fake_mode:
         sub = make_fx(call, decomposition_table=table, tracing_mode="real")(
@@ -191,7 +249,7 @@ def _inline(gm: torch.fx.GraphModule, node: torch.fx.Node, sub: torch.fx.GraphMo
                 user.replace_all_uses_with(result[user.args[1]])
                 gm.graph.erase_node(user)
         if node.users:
-            raise NotImplementedError(f"{node.name}: tuple output used directly")
+            raise NotLocallyLowerable(f"{node.name}: tuple output used directly")
     else:
         node.replace_all_uses_with(result)
     gm.graph.erase_node(node)

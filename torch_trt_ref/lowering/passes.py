@@ -138,6 +138,22 @@ def fold_constants(gm: GraphModule, settings: CompilationSettings) -> GraphModul
     return gm
 
 
+def _insert_call(gm: GraphModule, target, args: tuple, anchor: Node, kwargs=None) -> Node:
+    """A new ``target(*args)`` node before ``anchor``, its ``meta['val']`` computed on the
+    arguments' FakeTensors and its module stack taken from ``anchor``."""
+    with gm.graph.inserting_before(anchor):
+        node = gm.graph.call_function(target, args, kwargs or {})
+    vals, kwvals = torch.fx.node.map_arg((args, kwargs or {}), lambda a: a.meta["val"])
+    mode = next(v.fake_mode for v in torch.utils._pytree.tree_leaves((vals, kwvals))
+                if hasattr(v, "fake_mode"))
+    with mode:
+        node.meta["val"] = target(*vals, **kwvals)
+    for key in ("nn_module_stack", "stack_trace"):
+        if key in anchor.meta:
+            node.meta[key] = anchor.meta[key]
+    return node
+
+
 ROW_ALIGNMENT = 8
 
 
@@ -182,21 +198,11 @@ def _is_transpose(node: Node) -> bool:
 
 def _split_rows(gm: GraphModule, weight: Node, lookups: list[Node],
                 heads: list[tuple[Node, Node]]) -> None:
-    graph = gm.graph
     rows = weight.meta["val"].shape[0]
     n = rows - rows % ROW_ALIGNMENT
-    mode = weight.meta["val"].fake_mode
 
     def add(target, *args, anchor: Node) -> Node:
-        with graph.inserting_before(anchor):
-            node = graph.call_function(target, args)
-        vals = torch.fx.node.map_arg(args, lambda a: a.meta["val"])
-        with mode:
-            node.meta["val"] = target(*vals)
-        for key in ("nn_module_stack", "stack_trace"):
-            if key in anchor.meta:
-                node.meta[key] = anchor.meta[key]
-        return node
+        return _insert_call(gm, target, args, anchor)
 
     for lookup in lookups:
         ids = lookup.args[1]
@@ -221,3 +227,119 @@ def _split_rows(gm: GraphModule, weight: Node, lookups: list[Node],
                        anchor=mm)
         tail_product = add(aten.sum.dim_IntList, products, [2], anchor=mm)
         mm.replace_all_uses_with(add(aten.cat.default, [product, tail_product], 1, anchor=mm))
+
+
+def _returns_alias(node: Node) -> bool:
+    """Whether ``node``'s value may share memory with another node's (a view, or an item of
+    a multi-output op that returns views)."""
+    if node.target is operator.getitem:
+        node = node.args[0]
+    if not isinstance(node.target, torch._ops.OpOverload):
+        return node.op == "call_function"  # unknown callables: assume the worst
+    return any(r.alias_info is not None for r in node.target._schema.returns)
+
+
+DROPOUT_INPLACE = {aten.dropout_.default, aten.feature_dropout_.default,
+                   aten.alpha_dropout_.default, aten.feature_alpha_dropout_.default}
+# View ops an in-place write may go through, and the ops writing a value back through them.
+SCATTER_OF = {aten.slice.Tensor: aten.slice_scatter.default,
+              aten.select.int: aten.select_scatter.default}
+
+
+def _is_eval_dropout(node: Node) -> bool:
+    train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", True)
+    return node.target in DROPOUT_INPLACE and train is False
+
+
+def _writes(node: Node) -> bool:
+    return (node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload)
+            and node.target._schema.is_mutable)
+
+
+def _view_chain(node: Node) -> list[Node]:
+    """[base, view, ..., node]: ``node`` reached from its base through slice/select views."""
+    chain = [node]
+    while chain[0].target in SCATTER_OF:
+        chain.insert(0, chain[0].args[0])
+    return chain
+
+
+def inplace_blocker(node: Node, order: dict[Node, int]) -> str | None:
+    """Why ``functionalize_inplace`` cannot rewrite ``node`` (None if it can, or if it writes
+    nothing). It can when ``node`` writes its first argument only, that argument is a fresh
+    value or slices/selects of one, and no other view of it made before the write exists."""
+    op = node.target
+    if not _writes(node) or _is_eval_dropout(node):
+        return None
+    target = node.args[0] if node.args else None
+    if (_out_of_place(op) is None or not isinstance(target, Node)
+            or any(a.alias_info is not None and a.alias_info.is_write
+                   for a in op._schema.arguments[1:])):
+        return f"{node.name}: {op} has no out-of-place form here"
+    chain = _view_chain(target)
+    base = chain[0]
+    if base.op != "call_function" or _returns_alias(base):
+        return f"{node.name}: {op} writes to {base.op} {base.name}, which may be aliased"
+    for viewed in chain:
+        for user in viewed.users:
+            if (user is not node and user not in chain and _returns_alias(user)
+                    and order[user] < order[node]):
+                return f"{node.name}: {op} writes to {viewed.name}, also viewed by {user.name}"
+    return None
+
+
+def functionalize_inplace(gm: GraphModule) -> GraphModule:
+    """Replace each in-place op by its out-of-place form; later readers of the written value
+    read the result. A write through slices/selects of a value (``mask[a:b, c:d] = k``)
+    becomes the out-of-place op on the slice, scattered back into the value
+    (``slice_scatter``). In-place dropout in eval mode writes nothing and is dropped.
+    torch.export's pre-dispatch IR keeps torchvision's ``relu_``/``add_`` and swin's mask
+    fills; TensorRT and the partitioner need values, not writes. Raises NotLocallyLowerable
+    for a write to an input or a weight, or one another view would observe
+    (``inplace_blocker``): only full functionalization handles those.
+
+    Before: ``y = aten.relu_(x); z = aten.add(x, 1)``
+    After:  ``y = aten.relu(x); z = aten.add(y, 1)``
+
+    Before: ``m = zeros(4, 4); s = slice(m, 0, 0, 2); fill_(s, 1); out = add(m, x)``
+    After:  ``m = zeros(4, 4); s = slice(m, 0, 0, 2); f = fill(s, 1);
+              m2 = slice_scatter(m, f, 0, 0, 2); out = add(m2, x)``"""
+    from .decompositions import NotLocallyLowerable
+
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    for node in list(gm.graph.nodes):
+        reason = inplace_blocker(node, order)
+        if reason is not None:
+            raise NotLocallyLowerable(reason)
+        if not _writes(node):
+            continue
+        if _is_eval_dropout(node):
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+            continue
+        chain = _view_chain(node.args[0])
+        updated = {chain[-1]: _insert_call(gm, _out_of_place(node.target), node.args, node,
+                                           node.kwargs)}
+        for view, parent in zip(reversed(chain[1:]), reversed(chain[:-1])):
+            updated[parent] = _insert_call(gm, SCATTER_OF[view.target],
+                                           (parent, updated[view], *view.args[1:]), node,
+                                           view.kwargs)
+        for new in updated.values():
+            order[new] = order[node]
+        node.replace_all_uses_with(updated[chain[-1]])
+        for value, new in updated.items():
+            for user in list(value.users):
+                if user not in updated.values() and order[user] > order[node]:
+                    user.replace_input_with(value, new)
+        gm.graph.erase_node(node)
+    return gm
+
+
+def _out_of_place(op: torch._ops.OpOverload) -> torch._ops.OpOverload | None:
+    """``aten.relu_.default`` -> ``aten.relu.default`` (same overload), if it exists."""
+    name = op._schema.name.split("::")[-1]
+    if not name.endswith("_") or name.endswith("__"):
+        return None
+    packet = getattr(torch.ops.aten, name[:-1], None)
+    overload = getattr(packet, op._overloadname, None) if packet is not None else None
+    return overload if isinstance(overload, torch._ops.OpOverload) else None

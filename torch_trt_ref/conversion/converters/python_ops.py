@@ -27,6 +27,17 @@ def sym_size(ctx, input, dim):
     return helpers.dim_size(ctx, input, dim)
 
 
+@converter(aten.sym_numel.default, dynamic=True, family="python_ops")
+def sym_numel(ctx, input):
+    """The element count: the product of the sizes, a Python int when all are static."""
+    total = 1
+    for dim in range(len(input.shape)):
+        size = helpers.dim_size(ctx, input, dim)
+        total = (total * size if not helpers.is_tensor(total) and not helpers.is_tensor(size)
+                 else _binary(ctx, EW.PROD, total, size, torch.int64))
+    return total
+
+
 def _operand(ctx, x, dtype: torch.dtype):
     """``x`` as a 1-element ITensor of ``dtype``."""
     x = helpers.itensor(ctx, x, dtype)
