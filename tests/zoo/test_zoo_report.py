@@ -67,6 +67,12 @@ def test_anchor_ratios_are_ours_over_anchor_and_rss_over_weights():
     assert "gpt2_2layer" not in rows  # failed cells have no numbers
 
 
+def test_builder_floor_note_only_when_a_model_is_over_the_rss_target():
+    assert "builder alone" not in markdown(sweep())  # resnet18 at exactly 2.0x
+    over = markdown([record(rss=216 * MiB)])
+    assert "| 4.80 ✗ |" in over and "TensorRT-RTX builder alone" in over
+
+
 def test_markdown_report_sections():
     md = markdown(sweep())
     assert md.startswith("# Model zoo report")
