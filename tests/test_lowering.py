@@ -191,7 +191,9 @@ def test_pre_dispatch_program_is_functionalized_locally_and_matches_eager():
     for got, want in zip(gm(x), InPlace()(x)):
         torch.testing.assert_close(got, want)
     reference = ep.run_decompositions(decomposition_table(CompilationSettings())).module()
-    for got, want in zip(lower_program(ep, CompilationSettings())(x), reference(x)):
+    lowered = lower_program(ep, CompilationSettings())
+    assert lowered.meta["lowering"] == "node by node"
+    for got, want in zip(lowered(x), reference(x)):
         torch.testing.assert_close(got, want)
     assert _writes(ep.graph_module)  # the captured program itself is left as it was
 
@@ -213,6 +215,7 @@ def test_write_to_an_input_is_not_rewritten_locally_and_falls_back_to_the_whole_
     with pytest.raises(NotLocallyLowerable, match="add_"):
         functionalize_inplace(flat_module(ep))
     gm = lower_program(ep, CompilationSettings())
+    assert gm.meta["lowering"].startswith("whole program (run_decompositions), because")
     torch.testing.assert_close(gm(x.clone()), WritesInput()(x.clone()))
 
 

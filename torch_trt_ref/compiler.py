@@ -58,17 +58,22 @@ def lower_program(ep: ExportedProgram, settings: CompilationSettings) -> GraphMo
 
     The program's graph is copied, its in-place ops made out-of-place and the nodes the
     decomposition table covers retraced one by one (``decompose_locally``). A program this
-    cannot handle (an in-place op on a view or a weight, control flow, a node that fails to
-    trace) is retraced whole by ``ExportedProgram.run_decompositions`` instead."""
+    cannot handle (a write to an input, a weight or a view another node observes; control
+    flow; a node that fails to trace) is retraced whole by
+    ``ExportedProgram.run_decompositions`` instead. ``gm.meta["lowering"]`` says which."""
     table = decomposition_table(settings)
     try:
         gm = flat_module(ep)
         functionalize_inplace(gm)
         decompose_locally(gm, table)
         functionalize_inplace(gm)  # a decomposition may write in place (as_strided_)
-    except NotLocallyLowerable as err:
-        log.debug("lowering %s with run_decompositions: %s", type(ep).__name__, err)
+        route = "node by node"
+    except Exception as err:  # the whole-program route is slower but always correct
+        level = logging.DEBUG if isinstance(err, NotLocallyLowerable) else logging.INFO
+        log.log(level, "lowering with run_decompositions: %s: %s", type(err).__name__, err)
         gm = ep.run_decompositions(table).module()
+        route = f"whole program (run_decompositions), because {err}"
+    gm.meta["lowering"] = route
     for node in gm.graph.nodes:
         if node.op == "get_attr":
             node.meta.setdefault("param_name", node.target)
@@ -124,6 +129,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
     say(f"captured in {report.phases['capture']:.2f}s")
     with report.phase("lowering"):
         gm = lower_program(ep, settings)
+    report.lowering = gm.meta.get("lowering", "")
     say(f"lowered in {report.phases['lowering']:.2f}s")
     with report.phase("partition"):
         report.support = support_report(gm, settings, registry).to_json()

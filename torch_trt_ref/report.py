@@ -35,6 +35,8 @@ class CompileReport:
     support: dict[str, Any] = field(default_factory=dict)
     engines: list[EngineRecord] = field(default_factory=list)
     fallbacks: dict[str, str] = field(default_factory=dict)  # segment -> why it runs in torch
+    # "node by node", or why the program was retraced whole (see compiler.lower_program)
+    lowering: str = ""
     peak_rss_bytes: int | None = None
 
     @contextmanager
@@ -69,7 +71,8 @@ class CompileReport:
         return {"settings": self.settings, "phases": self.phases,
                 "phases_cpu": self.phases_cpu, "partition": self.partition,
                 "support": self.support, "engines": [e.__dict__ for e in self.engines],
-                "fallbacks": self.fallbacks, "peak_rss_bytes": self.peak_rss_bytes,
+                "fallbacks": self.fallbacks, "lowering": self.lowering,
+                "peak_rss_bytes": self.peak_rss_bytes,
                 "counts": self.counts}
 
     def render(self) -> str:
@@ -84,6 +87,8 @@ class CompileReport:
         for op, n in sorted(sup.get("unsupported", {}).items()):
             why = "; ".join(sup.get("reasons", {}).get(op, {}))
             lines.append(f"  unsupported {op} x{n}: {why}")
+        if self.lowering:
+            lines.append(f"lowering: {self.lowering}")
         lines.append("time per phase: " + ", ".join(
             f"{p} {s:.2f}s" for p, s in self.phases.items()))
         if self.peak_rss_bytes is not None:
