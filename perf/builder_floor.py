@@ -1,11 +1,11 @@
 """``python -m perf.builder_floor``: peak RSS of the TensorRT builder alone (the
 ``build_serialized_network_to_stream`` call, above the RSS just before it) for chains of
-3x3 convolutions with few and many weights, and for resnet18 and mobilenet_v2. Each network
-is built twice in one process after a warm-up build, so library loading is not counted.
+3x3 convolutions with few and many weights, and for the small zoo models. Each network is
+built twice in one process after a warm-up build, so library loading is not counted.
 
-The builder's peak has a floor of ~130 MiB for any convolutional network, however small its
-weights: a peak-RSS target of 2x the weights cannot be met by a model whose weights are
-under ~65 MiB (resnet18: 45 MiB; mobilenet_v2: 13.5 MiB). Writes perf/results/
+The builder's peak has a floor of ~130 MiB, however small the weights: a peak-RSS target of
+2x the weights cannot be met by a model whose weights are under ~65 MiB (resnet18: 45 MiB;
+mobilenet_v2: 13.5 MiB; the 2-layer BERT and GPT-2). Writes perf/results/
 builder_floor.json."""
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import sys
 from pathlib import Path
 
 import torch
-import torchvision
 
 import torch_trt_ref
 from torch_trt_ref import engine_cache
@@ -61,21 +60,28 @@ class BuildPeaks:
 
 
 def main() -> int:
-    cases = {"conv chain 5x64": (conv_chain(5, 64), (1, 3, 56, 56)),
-             "conv chain 20x64": (conv_chain(20, 64), (1, 3, 56, 56)),
-             "conv chain 5x256": (conv_chain(5, 256), (1, 3, 56, 56)),
-             "conv chain 20x256": (conv_chain(20, 256), (1, 3, 56, 56)),
-             "resnet18": (torchvision.models.resnet18(weights=None).eval(), (1, 3, 224, 224)),
-             "mobilenet_v2": (torchvision.models.mobilenet_v2(weights=None).eval(),
-                              (1, 3, 224, 224))}
+    from zoo.registry import get
+
+    def chain(layers, channels):
+        return conv_chain(layers, channels), ((torch.randn(1, 3, 56, 56),), {})
+
+    def zoo_model(name):
+        entry = get(name)
+        return entry.factory().eval(), entry.inputs()
+
+    cases = {"conv chain 5x64": chain(5, 64), "conv chain 20x64": chain(20, 64),
+             "conv chain 5x256": chain(5, 256), "conv chain 20x256": chain(20, 256),
+             **{name: zoo_model(name) for name in ("resnet18", "mobilenet_v2", "bert_2layer",
+                                                   "gpt2_2layer")}}
     rows = []
     with BuildPeaks() as peaks:
         torch_trt_ref.compile(conv_chain(1, 4), [torch.randn(1, 3, 8, 8)])  # warm-up
-        for name, (model, shape) in cases.items():
-            weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+        for name, (model, (args, kwargs)) in cases.items():
+            unique = {t.data_ptr(): t for t in model.state_dict().values()}  # tied: once
+            weights = sum(t.numel() * t.element_size() for t in unique.values())
             builds = []
             for _ in range(2):
-                compiled = torch_trt_ref.compile(model, [torch.randn(shape)])
+                compiled = torch_trt_ref.compile(model, args, kwargs)
                 builds.append(peaks.peaks[-1])
             plan = sum(e.plan_bytes for e in compiled.compile_report.engines)
             rows.append({"network": name, "weight_bytes": weights, "plan_bytes": plan,
