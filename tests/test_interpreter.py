@@ -111,6 +111,19 @@ def test_weights_are_stored_once_linear_reads_them_transposed_and_tied_weights_s
     torch.testing.assert_close(compiled(ids), model(ids), atol=1e-5, rtol=1e-5)
 
 
+@pytest.mark.parametrize("precision", ["fp16", "bf16"])
+def test_tied_weights_are_cast_once_under_reduced_precision(precision):
+    """The embedding and the transposed head are two views of one weight; cast to the target
+    precision they stay views of one cast tensor, so the network holds the weight once."""
+    model = Tied(16, 4).eval()
+    ids = torch.tensor([[1, 2, 3]])
+    compiled = torch_trt_ref.compile(model, [ids], min_block_size=1, precision=precision)
+    (engine,) = [m.engine for _, m in compiled.named_modules() if isinstance(m, EngineModule)]
+    param_bytes = sum(p.numel() * p.element_size() for p in model.parameters())  # tied: once
+    assert engine.snapshot.weight_bytes() == param_bytes // 2
+    torch.testing.assert_close(compiled(ids), model(ids), atol=0.05, rtol=0.05)
+
+
 def test_tied_weight_with_unaligned_rows_is_stored_once_in_the_plan():
     """5001 rows (not a multiple of 8): TensorRT would pad the head's copy and store the
     weight twice (plan ~2x the weights); split_tied_embeddings keeps the plan near 1x. Ids

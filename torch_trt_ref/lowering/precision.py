@@ -57,6 +57,19 @@ def _back_to_target_from_complex(graph, node, target) -> None:
     node.replace_all_uses_with(cast, delete_user_cb=lambda u: u is not cast)
 
 
+def _cast_view(value: torch.Tensor, target: torch.dtype, storages: dict) -> torch.Tensor:
+    """``value`` in ``target``, as the same view of its storage cast once: tied weights and
+    the views lowering keeps of a weight (a transposed head, split rows) stay views of one
+    cast tensor, so the network still holds each weight once."""
+    storage = value.untyped_storage()
+    key = (storage.data_ptr(), value.dtype)
+    if key not in storages:
+        whole = torch.empty(0, dtype=value.dtype).set_(
+            storage, 0, (storage.nbytes() // value.element_size(),), (1,))
+        storages[key] = whole.detach().to(target)
+    return storages[key].as_strided(value.shape, value.stride(), value.storage_offset())
+
+
 def cast_precision(gm: GraphModule, settings: CompilationSettings) -> GraphModule:
     """Rewrite the graph to compute in ``settings.dtype``.
 
@@ -67,17 +80,19 @@ def cast_precision(gm: GraphModule, settings: CompilationSettings) -> GraphModul
     if target == torch.float32:
         return gm
     graph = gm.graph
-    cast_cache: dict[int, str] = {}
+    cast_storages: dict[tuple, torch.Tensor] = {}
+    cast_names: dict[tuple, str] = {}
     for node in list(graph.nodes):
         if node.op == "get_attr":
             value = operator.attrgetter(node.target)(gm)
             if isinstance(value, torch.Tensor) and value.dtype in FLOATS and value.dtype != target:
-                key = id(value)
-                if key not in cast_cache:
+                key = (value.untyped_storage().data_ptr(), value.dtype, tuple(value.shape),
+                       value.stride(), value.storage_offset())
+                if key not in cast_names:
                     name = node.target.replace(".", "_") + f"_{settings.precision}"
-                    gm.register_buffer(name, value.detach().to(target))
-                    cast_cache[key] = name
-                node.target = cast_cache[key]
+                    gm.register_buffer(name, _cast_view(value, target, cast_storages))
+                    cast_names[key] = name
+                node.target = cast_names[key]
         elif node.op == "placeholder" and _is_float(node.meta.get("val")):
             with graph.inserting_after(node):
                 cast = graph.call_function(aten._to_copy.default, (node,), {"dtype": target})
