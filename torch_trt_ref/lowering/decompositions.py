@@ -148,8 +148,8 @@ def decompose_locally(gm: torch.fx.GraphModule, table: dict) -> int:
 
     Only the nodes that need it are retraced, instead of the whole program; the graph is
     edited in place and not recompiled (``lower`` recompiles once at its end). Returns the
-    number of nodes decomposed. Raises NotLocallyLowerable for control flow (its branches
-    would need lowering too) or a node that cannot be traced; callers then use
+    number of nodes decomposed. Raises NotLocallyLowerable for higher-order ops (their
+    subgraphs would need lowering too) or a node that cannot be traced; callers then use
     ``ExportedProgram.run_decompositions``."""
     try:
         with preserve_composites(table):
@@ -166,7 +166,8 @@ def _decompose_nodes(gm: torch.fx.GraphModule, table: dict) -> int:
     hops = {str(n.target) for n in gm.graph.nodes if n.op == "call_function"
             and isinstance(n.target, torch._ops.HigherOrderOperator)}
     if hops:
-        raise NotLocallyLowerable(f"control flow {sorted(hops)}")
+        raise NotLocallyLowerable(f"higher-order ops {sorted(hops)} (control flow, no_grad or "
+                                  "autocast regions: their subgraphs need lowering too)")
     nodes = [n for n in gm.graph.nodes
              if n.op == "call_function" and _needs_decomposition(n.target, table)]
     traced: dict = {}  # repeated layers decompose identical nodes: trace each once
