@@ -231,3 +231,17 @@ def test_control_flow_is_not_decomposed_locally():
     ep = capture(Cond(), (torch.randn(3, 3),))
     with pytest.raises(NotLocallyLowerable, match="higher-order ops.*cond"):
         decompose_locally(flat_module(ep), decomposition_table(CompilationSettings()))
+
+
+def test_a_pass_that_leaves_an_invalid_graph_is_named():
+    from torch_trt_ref.lowering.pipeline import lower
+
+    def breaks_the_graph(gm, settings):
+        last = [n for n in gm.graph.nodes if n.op == "call_function"][-1]
+        with gm.graph.inserting_before(next(iter(gm.graph.nodes))):  # used before defined
+            gm.graph.call_function(torch.ops.aten.relu.default, (last,))
+        return gm
+
+    gm = lower_program(capture(Net(), (torch.randn(2, 4),)), CompilationSettings())
+    with pytest.raises(RuntimeError, match="lowering pass breaks_the_graph left an invalid"):
+        lower(gm, CompilationSettings(), passes=[breaks_the_graph])
