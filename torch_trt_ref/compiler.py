@@ -58,8 +58,8 @@ def lower_program(ep: ExportedProgram, settings: CompilationSettings) -> GraphMo
 
     The program's graph is copied, its in-place ops made out-of-place and the nodes the
     decomposition table covers retraced one by one (``decompose_locally``). A program this
-    cannot handle (a write to an input, a weight or a view another node observes; control
-    flow; a node that fails to trace) is retraced whole by
+    cannot handle (a write to an input, a weight or a view another node observes; a
+    higher-order op such as cond; a node that fails to trace) is retraced whole by
     ``ExportedProgram.run_decompositions`` instead. ``gm.meta["lowering"]`` says which."""
     table = decomposition_table(settings)
     try:

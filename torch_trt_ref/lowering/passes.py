@@ -183,7 +183,7 @@ def split_tied_embeddings(gm: GraphModule, settings: CompilationSettings) -> Gra
     for nodes in by_tensor.values():
         lookups = [u for n in nodes for u in n.users
                    if u.target == aten.embedding.default and u.args[0] is n]
-        heads = [(t, mm) for n in nodes for t in n.users if _is_transpose(t)
+        heads = [mm for n in nodes for t in n.users if _is_transpose(t)
                  for mm in t.users if mm.target == aten.mm.default and mm.args[1] is t]
         if lookups and heads:
             _split_rows(gm, nodes[0], lookups, heads)
@@ -196,18 +196,18 @@ def _is_transpose(node: Node) -> bool:
             or (node.target == aten.permute.default and list(node.args[1]) == [1, 0]))
 
 
-def _split_rows(gm: GraphModule, weight: Node, lookups: list[Node],
-                heads: list[tuple[Node, Node]]) -> None:
+def _split_rows(gm: GraphModule, weight: Node, lookups: list[Node], heads: list[Node]) -> None:
     rows = weight.meta["val"].shape[0]
     n = rows - rows % ROW_ALIGNMENT
 
     def add(target, *args, anchor: Node) -> Node:
         return _insert_call(gm, target, args, anchor)
 
+    # One head and one tail view, made right after the weight, serve every consumer.
+    head = add(aten.slice.Tensor, weight, 0, 0, n, anchor=weight.next)
+    tail = add(aten.slice.Tensor, weight, 0, n, rows, anchor=head.next)
     for lookup in lookups:
         ids = lookup.args[1]
-        head = add(aten.slice.Tensor, weight, 0, 0, n, anchor=lookup)
-        tail = add(aten.slice.Tensor, weight, 0, n, rows, anchor=lookup)
         in_head = add(aten.embedding.default, head,
                       add(aten.clamp.default, ids, None, n - 1, anchor=lookup), anchor=lookup)
         shifted = add(aten.sub.Tensor, ids, n, anchor=lookup)
@@ -217,10 +217,8 @@ def _split_rows(gm: GraphModule, weight: Node, lookups: list[Node],
                     anchor=lookup)
         lookup.replace_all_uses_with(add(aten.where.self, which, in_head, in_tail,
                                          anchor=lookup))
-    for transpose, mm in heads:
+    for mm in heads:
         x = mm.args[0]
-        head = add(aten.slice.Tensor, weight, 0, 0, n, anchor=mm)
-        tail = add(aten.slice.Tensor, weight, 0, n, rows, anchor=mm)
         product = add(aten.mm.default, x, add(aten.permute.default, head, [1, 0], anchor=mm),
                       anchor=mm)
         products = add(aten.mul.Tensor, add(aten.unsqueeze.default, x, 1, anchor=mm), tail,
@@ -264,7 +262,7 @@ def _view_chain(node: Node) -> list[Node]:
     return chain
 
 
-def inplace_blocker(node: Node, order: dict[Node, int]) -> str | None:
+def _inplace_blocker(node: Node, order: dict[Node, int]) -> str | None:
     """Why ``functionalize_inplace`` cannot rewrite ``node`` (None if it can, or if it writes
     nothing). It can when ``node`` writes its first argument only, that argument is a fresh
     value or slices/selects of one, and no other view of it made before the write exists."""
@@ -296,7 +294,7 @@ def functionalize_inplace(gm: GraphModule) -> GraphModule:
     torch.export's pre-dispatch IR keeps torchvision's ``relu_``/``add_`` and swin's mask
     fills; TensorRT and the partitioner need values, not writes. Raises NotLocallyLowerable
     for a write to an input or a weight, or one another view would observe
-    (``inplace_blocker``): only full functionalization handles those.
+    (``_inplace_blocker``): only full functionalization handles those.
 
     Before: ``y = aten.relu_(x); z = aten.add(x, 1)``
     After:  ``y = aten.relu(x); z = aten.add(y, 1)``
@@ -308,7 +306,7 @@ def functionalize_inplace(gm: GraphModule) -> GraphModule:
 
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for node in list(gm.graph.nodes):
-        reason = inplace_blocker(node, order)
+        reason = _inplace_blocker(node, order)
         if reason is not None:
             raise NotLocallyLowerable(reason)
         if not _writes(node):
