@@ -202,10 +202,15 @@ def _decompose_node(gm: torch.fx.GraphModule, node: torch.fx.Node, table: dict,
     inputs = node.all_input_nodes
     if any(not isinstance(n.meta.get("val"), torch.Tensor) for n in inputs):
         raise NotLocallyLowerable(f"{node.name}: non-tensor inputs")
+    values = [n.meta["val"] for n in inputs]
+    if len({id(v) for v in values}) < len(values):
+        # make_fx tracks tensors by identity: two inputs with one FakeTensor would be traced
+        # as one placeholder, and the decomposition would read the wrong input.
+        raise NotLocallyLowerable(f"{node.name}: two inputs share one FakeTensor value")
     position = {n: i for i, n in enumerate(inputs)}
     key = _signature(node, inputs, position)
     if key is not None and key in traced:
-        _inline(gm, node, traced[key], inputs)
+        _inline(gm, node, traced[key], inputs, fake_mode)
         return
 
     # The table's function itself: calling a composite op would run torch's own
@@ -218,15 +223,28 @@ def _decompose_node(gm: torch.fx.GraphModule, node: torch.fx.Node, table: dict,
         return decomposition(*args, **kwargs)
 
     with fake_mode:
-        sub = make_fx(call, decomposition_table=table, tracing_mode="real")(
-            *[n.meta["val"] for n in inputs])
+        sub = make_fx(call, decomposition_table=table, tracing_mode="real")(*values)
     if key is not None:
         traced[key] = sub
-    _inline(gm, node, sub, inputs)
+    _inline(gm, node, sub, inputs, fake_mode)
+
+
+def _fresh(val, fake_mode):
+    """A new FakeTensor (or structure of them) like ``val``, so no two nodes share one."""
+    if isinstance(val, torch.Tensor):
+        with fake_mode:
+            return torch.empty_strided(val.shape, val.stride(), dtype=val.dtype,
+                                       device=val.device)
+    if isinstance(val, (tuple, list)):
+        return type(val)(_fresh(v, fake_mode) for v in val)
+    return val
 
 
 def _inline(gm: torch.fx.GraphModule, node: torch.fx.Node, sub: torch.fx.GraphModule,
-            inputs: list) -> None:
+            inputs: list, fake_mode) -> None:
+    """Copy ``sub``'s nodes in place of ``node``. A traced decomposition is inlined once
+    per node of the same signature, so each copy gets its own FakeTensor values: a value
+    shared by two nodes would make a later trace read one for the other (the sdpa bug)."""
     env: dict = {}
     placeholders = iter(inputs)
     with gm.graph.inserting_before(node):
@@ -244,6 +262,8 @@ def _inline(gm: torch.fx.GraphModule, node: torch.fx.Node, sub: torch.fx.GraphMo
             else:
                 env[n] = gm.graph.node_copy(n, lambda m: env[m])
                 env[n].meta = {**node.meta, **n.meta}
+                if "val" in n.meta:
+                    env[n].meta["val"] = _fresh(n.meta["val"], fake_mode)
     if isinstance(result, (tuple, list)):
         for user in list(node.users):
             if user.target.__name__ == "getitem":
