@@ -62,6 +62,7 @@ def build_engine(network: ConvertedNetwork, settings: CompilationSettings,
     network was built before; raises EngineBuildError on failure."""
     builder, net = network.builder, network.net
     snapshot = take_snapshot(net, network.ctx.weight_sources)
+    snapshot.node_outputs, snapshot.node_converters = network.node_outputs, network.node_converters
     key = engine_key(snapshot, network.inputs, settings.engine_key_fields()) if cache else None
     plan_file = cache.lookup(key) if key else None
     if plan_file is not None:

@@ -35,6 +35,10 @@ class ConvertedNetwork:
     output_dtypes: list[torch.dtype]
     requires_output_allocator: bool = False
     converters_used: dict[str, int] = field(default_factory=dict)
+    # For the divergence finder (torch_trt_ref.debug): FX node name -> names of the network
+    # tensors holding its value, and -> the converter function that built it.
+    node_outputs: dict[str, tuple[str | None, ...]] = field(default_factory=dict)
+    node_converters: dict[str, str] = field(default_factory=dict)
 
 
 def select_converter(node: Node, settings: CompilationSettings,
@@ -110,6 +114,7 @@ class Interpreter:
             else:
                 raise ConversionError(f"cannot convert {node.op} node {node.name}")
         ctx.node = None
+        result.node_outputs = {n.name: _tensor_names(v) for n, v in ctx.tensors.items()}
         return result
 
     def _convert(self, ctx: ConversionContext, node: Node, result: ConvertedNetwork) -> None:
@@ -132,6 +137,8 @@ class Interpreter:
             ctx.constants[node] = out
         result.requires_output_allocator |= support.requires_output_allocator
         result.converters_used[support.name] = result.converters_used.get(support.name, 0) + 1
+        fn = support.implementation
+        result.node_converters[node.name] = f"{fn.__module__}:{fn.__qualname__}"
 
     def _mark_outputs(self, ctx: ConversionContext, outputs: Any, result: ConvertedNetwork):
         outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
@@ -155,6 +162,12 @@ def _value(ctx: ConversionContext, node: Node) -> Any:
     if node in ctx.constants:
         return ctx.constants[node]
     raise ConversionError(f"node {node.name} is used before it was converted")
+
+
+def _tensor_names(value: Any) -> tuple[str | None, ...]:
+    """The network tensor names of a node's value (names are final once outputs are marked)."""
+    values = value if isinstance(value, (tuple, list)) else (value,)
+    return tuple(v.name if helpers.is_tensor(v) else None for v in values)
 
 
 def _holds_itensor(value: Any) -> bool:

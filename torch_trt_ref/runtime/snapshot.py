@@ -37,6 +37,9 @@ class NetworkSnapshot:
     inputs: list[TensorInfo]
     outputs: list[str]
     layers: list[LayerRecord]
+    # FX node name -> tensor names of its value, and -> its converter (torch_trt_ref.debug).
+    node_outputs: dict[str, tuple[str | None, ...]] = field(default_factory=dict)
+    node_converters: dict[str, str] = field(default_factory=dict)
 
     def kinds(self) -> dict[str, int]:
         counts: dict[str, int] = {}

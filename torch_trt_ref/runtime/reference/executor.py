@@ -26,9 +26,12 @@ def _check(layer: LayerRecord, info: TensorInfo, value: torch.Tensor) -> None:
             f"TensorRT inferred {info.shape}")
 
 
-def run_snapshot(snapshot: NetworkSnapshot, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
-    """Execute ``snapshot`` on named input tensors; returns outputs in network order."""
-    values: dict[str, torch.Tensor] = {}
+def run_snapshot(snapshot: NetworkSnapshot, inputs: dict[str, torch.Tensor],
+                 values: dict[str, torch.Tensor] | None = None) -> list[torch.Tensor]:
+    """Execute ``snapshot`` on named input tensors; returns outputs in network order.
+    ``values``, when given, receives every tensor of the network by name (the debugger's
+    view of the intermediates)."""
+    values = {} if values is None else values
     for info in snapshot.inputs:
         value = inputs[info.name]
         _check(LayerRecord("input", "INPUT", [], [info]), info, value)

@@ -1,0 +1,8 @@
+"""The layer-wise divergence finder (Polygraphy's ``debug`` without a GPU): ``compare``
+finds the first FX node whose compiled value leaves the float64 rule; ``reduce`` shrinks a
+failing model to the smallest failing subgraph and writes a standalone repro script."""
+
+from .compare import compare  # noqa: F401
+from .report import DivergenceReport, NodeRecord  # noqa: F401
+
+__all__ = ["compare", "DivergenceReport", "NodeRecord"]
