@@ -1,5 +1,6 @@
 """The ``torch-trt-ref`` command: ``compile <zoo model>`` prints a compile report;
-``zoo run|report|compare`` drive the model-zoo harness."""
+``debug <zoo model>`` finds where the compiled model's error starts; ``zoo
+run|report|compare`` drive the model-zoo harness."""
 
 from __future__ import annotations
 
@@ -18,14 +19,7 @@ def _compile_command(args: argparse.Namespace) -> int:
     entry = get(args.model)
     model = entry.factory()
     inputs, kwargs = entry.inputs()
-    settings = dict(precision=args.precision, partitioner=args.partitioner,
-                    min_block_size=args.min_block_size, executor=args.executor,
-                    torch_executed_ops=args.torch_executed_ops or (),
-                    enable_resource_partitioning=args.resource_partitioning, progress=True)
-    if args.cpu_memory_budget:
-        settings["cpu_memory_budget"] = args.cpu_memory_budget
-    if args.cache or args.cache_dir:
-        settings.update(cache_engines=True, engine_cache_dir=args.cache_dir)
+    settings = _settings(args)
     print(f"compiling {entry.name}: {entry.description}", file=sys.stderr)
     with PeakRSS() as rss:
         compiled = torch_trt_ref.compile(model, inputs, kwargs, **settings)
@@ -49,6 +43,43 @@ def _compile_command(args: argparse.Namespace) -> int:
     return 0 if tolerance is None or error <= tolerance else 1
 
 
+def _settings(args: argparse.Namespace) -> dict:
+    """Compile settings from the options ``_add_settings_options`` defines."""
+    settings = dict(precision=args.precision, partitioner=args.partitioner,
+                    min_block_size=args.min_block_size, executor=args.executor,
+                    torch_executed_ops=args.torch_executed_ops or (),
+                    enable_resource_partitioning=args.resource_partitioning, progress=True)
+    if args.min_block_size is None:  # debug: the zoo entry's or the default
+        del settings["min_block_size"]
+    if args.cpu_memory_budget:
+        settings["cpu_memory_budget"] = args.cpu_memory_budget
+    if args.cache or args.cache_dir:
+        settings.update(cache_engines=True, engine_cache_dir=args.cache_dir)
+    return settings
+
+
+def _debug_command(args: argparse.Namespace) -> int:
+    from torch_trt_ref import debug
+    from zoo.registry import get
+
+    entry = get(args.model)
+    model = entry.factory()
+    inputs, kwargs = entry.inputs()
+    settings = {**entry.compile_settings, **_settings(args), "progress": False}
+    print(f"debugging {entry.name}: {entry.description}", file=sys.stderr)
+    report = debug.compare(model, inputs, kwargs, **settings)
+    print(f"model: {entry.name}, precision {args.precision}, partitioner {args.partitioner}")
+    print(report.render(all_nodes=args.all))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(report.to_json(), f, indent=1, default=str)
+    if args.reduce and not report.passed:
+        reduced = debug.reduce(model, inputs, kwargs, out_dir=args.out, report=report,
+                               **settings)
+        print(reduced.render())
+    return 0 if report.passed else 1
+
+
 def max_abs_error(actual, expected) -> float:
     flat_a = torch.utils._pytree.tree_leaves(actual)
     flat_e = torch.utils._pytree.tree_leaves(expected)
@@ -62,28 +93,45 @@ def max_abs_error(actual, expected) -> float:
     return worst
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _add_settings_options(p: argparse.ArgumentParser, min_block_size: int | None = 5) -> None:
+    """The compile settings both ``compile`` and ``debug`` take."""
     from torch_trt_ref.settings import EXECUTORS, PARTITIONERS, PRECISIONS
 
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32")
+    p.add_argument("--partitioner", choices=PARTITIONERS, default="fast")
+    p.add_argument("--executor", choices=EXECUTORS, default="auto")
+    p.add_argument("--min-block-size", type=int, default=min_block_size)
+    p.add_argument("--torch-executed-ops", nargs="*", metavar="OP",
+                   help="ops forced to PyTorch, e.g. aten::add or aten.add.Tensor")
+    p.add_argument("--resource-partitioning", action="store_true")
+    p.add_argument("--cpu-memory-budget", type=int, default=None, help="bytes")
+    p.add_argument("--cache", action="store_true",
+                   help="reuse engines from the engine cache (and store new ones there)")
+    p.add_argument("--cache-dir", default=None,
+                   help="engine cache directory (implies --cache; default "
+                        "$TORCH_TRT_REF_CACHE_DIR or ~/.cache/torch_trt_ref/engines)")
+
+
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="torch-trt-ref", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compile", help="compile a zoo model and print its report")
     c.add_argument("model", help="zoo model name (torch-trt-ref zoo list)")
-    c.add_argument("--precision", choices=PRECISIONS, default="fp32")
-    c.add_argument("--partitioner", choices=PARTITIONERS, default="fast")
-    c.add_argument("--executor", choices=EXECUTORS, default="auto")
-    c.add_argument("--min-block-size", type=int, default=5)
-    c.add_argument("--torch-executed-ops", nargs="*", metavar="OP",
-                   help="ops forced to PyTorch, e.g. aten::add or aten.add.Tensor")
-    c.add_argument("--resource-partitioning", action="store_true")
-    c.add_argument("--cpu-memory-budget", type=int, default=None, help="bytes")
-    c.add_argument("--cache", action="store_true",
-                   help="reuse engines from the engine cache (and store new ones there)")
-    c.add_argument("--cache-dir", default=None,
-                   help="engine cache directory (implies --cache; default "
-                        "$TORCH_TRT_REF_CACHE_DIR or ~/.cache/torch_trt_ref/engines)")
+    _add_settings_options(c)
     c.add_argument("--json", default=None, help="also write the report as JSON here")
     c.set_defaults(func=_compile_command)
+    d = sub.add_parser("debug", help="find the first FX node whose compiled value leaves the "
+                                     "float64 rule (layer-wise divergence finder)")
+    d.add_argument("model", help="zoo model name (torch-trt-ref zoo list)")
+    _add_settings_options(d, min_block_size=None)
+    d.add_argument("--all", action="store_true", help="list every node, not only the "
+                                                      "neighbourhood of the first divergence")
+    d.add_argument("--reduce", action="store_true", help="shrink a failing model to the "
+                   "smallest failing subgraph and write a standalone repro script")
+    d.add_argument("--out", default="torch_trt_ref_repro", help="directory of the repro "
+                                                                  "(with --reduce)")
+    d.add_argument("--json", default=None, help="also write the report as JSON here")
+    d.set_defaults(func=_debug_command)
     try:
         from zoo.cli import add_subcommands
     except ImportError:  # the zoo package is optional for library users

@@ -8,6 +8,7 @@ import copy
 import dataclasses
 import math
 import warnings
+from dataclasses import dataclass
 from typing import Any, Sequence
 
 import torch
@@ -29,6 +30,22 @@ from .lowering import check_lowering
 from .report import DivergenceReport, ErrorStats, NodeRecord
 
 
+@dataclass
+class Trace:
+    """Everything one ``compare`` run recorded: the compiled module, the lowered graph, and
+    every node's value compiled, eager in the precision and in float64 (by node name)."""
+
+    settings: CompilationSettings
+    registry: ConverterRegistry
+    compiled: GraphModule
+    gm: GraphModule
+    flat: list[Any]
+    eager: dict[str, Any]
+    ref: dict[str, Any]
+    got: dict[str, Any]
+    report: DivergenceReport
+
+
 def compare(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = (),
             kwarg_inputs: dict[str, Any] | None = None, *,
             settings: CompilationSettings | None = None,
@@ -38,6 +55,13 @@ def compare(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     rule (``accuracy.allowed``). Settings as for ``torch_trt_ref.compile``. With
     ``check_model`` the lowered graph in float64 is also checked against the model in
     float64, so a wrong lowering is reported (and localized) too."""
+    return trace(model, inputs, kwarg_inputs, settings=settings, registry=registry,
+                 check_model=check_model, **kwargs).report
+
+
+def trace(model, inputs=(), kwarg_inputs=None, *, settings=None, registry=CONVERTERS,
+          check_model: bool = True, **kwargs) -> Trace:
+    """``compare``, keeping the recorded values (``reduce`` cuts subgraphs with them)."""
     if settings is not None and kwargs:
         raise ValueError("pass either settings=CompilationSettings(...) or keyword settings")
     settings = settings or CompilationSettings.from_kwargs(**kwargs)
@@ -71,7 +95,7 @@ def compare(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
         report.lowering = check_lowering(ep, gm, ref, ref_out, model_p, model64, flat, settings)
     else:
         report.outputs = accuracy.judge(got_out, eager_out, ref_out)
-    return report
+    return Trace(settings, registry, compiled, gm, flat, eager, ref, got, report)
 
 
 def lowered_module(compiled: GraphModule) -> GraphModule | None:

@@ -12,7 +12,7 @@ from torch.fx import GraphModule, Node
 
 from .. import accuracy
 from ..capture import flat_module
-from ..settings import CompilationSettings
+from ..settings import CompilationSettings, op_name
 from .graphs import cast_graph, cast_value, run_recording
 from .report import LoweringDivergence
 
@@ -64,6 +64,10 @@ def _localize(found: LoweringDivergence, ep: ExportedProgram, gm: GraphModule, l
         if math.isnan(err) or err > limit:
             found.node, found.original = low.name, orig.name
             found.node_rmse, found.node_allowed = err, limit
+            found.op = op_name(orig.target)
+            stack = orig.meta.get("nn_module_stack") or {}
+            if stack:
+                found.module = next(reversed(stack.values()))[0] or ""
             return
 
 

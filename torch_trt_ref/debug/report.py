@@ -57,6 +57,8 @@ class LoweringDivergence:
     message: str
     node: str | None = None  # first lowered node whose float64 value is wrong
     original: str | None = None  # the captured (pre-lowering) node it stands for
+    op: str = ""  # the captured node's op
+    module: str = ""  # the model submodule the captured node belongs to (nn_module_stack)
     node_rmse: float = math.nan
     node_allowed: float = math.nan
 
@@ -106,9 +108,10 @@ class DivergenceReport:
             low = self.lowering
             lines.append(f"DIVERGENCE IN LOWERING ({low.route}): {low.message}")
             if low.node:
-                lines.append(f"  first lowered node whose float64 value is wrong: {low.node} "
-                             f"(stands for captured node {low.original}; RMSE "
-                             f"{low.node_rmse:.3g} > allowed {low.node_allowed:.3g})")
+                lines.append(f"  first lowered node whose float64 value is wrong: {low.node}, "
+                             f"which stands for captured node {low.original} ({low.op}"
+                             f"{' in ' + low.module if low.module else ''}): RMSE "
+                             f"{low.node_rmse:.3g} > allowed {low.node_allowed:.3g}")
         first = self.first_divergence
         if first is None:
             lines.append("no node of the compiled graph leaves the float64 rule")
