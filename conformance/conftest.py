@@ -27,6 +27,9 @@ def _record(report) -> None:
             entry["reason"] = report.wasxfail
         elif outcome == "fail":
             entry["error"] = str(report.longrepr).splitlines()[-1][:300] if report.longrepr else ""
+        accuracy = dict(report.user_properties).get("accuracy")
+        if accuracy:
+            entry["accuracy"] = accuracy
         _RESULTS[cell] = entry
 
 

@@ -40,6 +40,45 @@ def summarize(cells: dict[str, dict]) -> dict:
             "pass_rate": round(counts["passed"] / total, 4) if total else 0.0}
 
 
+def _g(x) -> str:
+    return "-" if x is None else f"{x:.3g}"
+
+
+def accuracy_section(cells: dict[str, dict]) -> list[str]:
+    """Errors vs float64 per cell (worst ratio first) and the cells judged otherwise."""
+    judged = {c: v["accuracy"] for c, v in cells.items()
+              if v.get("accuracy", {}).get("rule") == "float64"}
+    other = {c: v["accuracy"] for c, v in cells.items()
+             if v.get("accuracy") and v["accuracy"].get("rule") != "float64"}
+    every = {**judged, **other}
+    changed = sorted(c for c, a in every.items() if a.get("tolerance_passed") is not None
+                     and a["tolerance_passed"] != a.get("passed"))
+    disagree = ", ".join(f"`{c}` (tolerance {'pass' if every[c]['tolerance_passed'] else 'fail'}"
+                         f", rule {'pass' if every[c].get('passed') else 'fail'})"
+                         for c in changed)
+    lines = [f"{len(judged)} cells judged by the float64 rule (compiled RMSE vs float64 <= "
+             "k x eager's RMSE in the cell dtype + a floor; docs/converters.md), "
+             f"{len(other)} by exact or tolerance comparison (no float64 reference). "
+             f"{len(changed)} cells where the old per-dtype tolerance and the rule disagree"
+             + (f": {disagree}" if changed else "") + ".", ""]
+    rows = sorted(judged.items(), key=lambda kv: (kv[1].get("passed", True),
+                                                  -(kv[1].get("ratio") or 0.0), kv[0]))
+    lines += ["| cell | compiled RMSE | eager RMSE | ratio | allowed RMSE | compiled max abs "
+              "| eager max abs | verdict |", "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {c} | {_g(a.get('compiled_rmse'))} | {_g(a.get('eager_rmse'))} | "
+              f"{_g(a.get('ratio'))} | {_g(a.get('allowed_rmse'))} | "
+              f"{_g(a.get('compiled_max_abs'))} | {_g(a.get('eager_max_abs'))} | "
+              f"{'pass' if a.get('passed') else 'FAIL'} |" for c, a in rows]
+    reasons: dict[str, list[str]] = defaultdict(list)
+    for c, a in other.items():
+        reasons[f"{a.get('rule')}: {a.get('fallback', '')}"].append(c)
+    if reasons:
+        lines += ["", "Cells without a float64 reference:", ""]
+        lines += [f"- {why} ({len(cs)}): " + ", ".join(f"`{c}`" for c in sorted(cs))
+                  for why, cs in sorted(reasons.items())]
+    return lines
+
+
 def render(cells: dict[str, dict], ours: set[str], theirs: set[str]) -> str:
     table: dict[str, dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     columns = set()
@@ -79,6 +118,7 @@ def render(cells: dict[str, dict], ours: set[str], theirs: set[str]) -> str:
     if fails:
         lines += ["", "## Failures", ""]
         lines += [f"- `{c}`: {e}" for c, e in sorted(fails.items())]
+    lines += ["", "## Accuracy vs float64", ""] + accuracy_section(cells)
     lines += ["", "## Coverage against Torch-TensorRT 2.14", "",
               f"Ops they convert that we do not ({len(theirs - ours)}):", ""]
     lines += [", ".join(f"`{o}`" for o in sorted(theirs - ours)) or "(none)"]
