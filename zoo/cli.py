@@ -126,7 +126,8 @@ def add_subcommands(subparsers) -> None:
     run = sub.add_parser("run", help="compile zoo models over strategies x precisions")
     which = run.add_mutually_exclusive_group()
     which.add_argument("--quick", action="store_true",
-                       help="CI subset: 5 small models, fast/dependency_aware, fp32/fp16")
+                       help="CI subset: 8 small models, fp32/fp16, and the text models with "
+                       "dynamic sequence length (zoo.matrix.quick_matrix)")
     which.add_argument("--full", action="store_true",
                        help="every model x strategy x resource partitioning x precision")
     run.add_argument("--models", nargs="+", choices=sorted(ZOO), metavar="MODEL")

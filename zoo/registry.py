@@ -8,7 +8,8 @@ from .models import synthetic, transformers_models, vision
 ZOO: dict[str, ZooEntry] = {
     e.name: e for e in [*vision.ENTRIES, *transformers_models.ENTRIES, *synthetic.ENTRIES]}
 
-QUICK = ("resnet18", "mobilenet_v2", "bert_2layer", "gpt2_2layer", "lgamma_graph")
+QUICK = ("resnet18", "mobilenet_v2", "bert_2layer", "gpt2_2layer", "llama_2layer",
+         "qwen2_2layer", "t5_2layer", "lgamma_graph")
 
 
 def get(name: str) -> ZooEntry:

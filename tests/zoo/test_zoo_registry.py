@@ -6,18 +6,54 @@ import torch
 
 from torch_trt_ref import Input
 from zoo.entry import ZooEntry
+from zoo.matrix import quick_matrix
 from zoo.registry import QUICK, ZOO, get
 
-SMALL = ["lgamma_graph", "unconvertible", "bert_2layer", "gpt2_2layer"]
+SMALL = ["lgamma_graph", "unconvertible", "bert_2layer", "gpt2_2layer", "bert_2layer_eager",
+         "gpt2_2layer_eager", "llama_2layer", "qwen2_2layer", "t5_2layer"]
 PUBLISHED = ["resnet18", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0",
              "convnext_tiny", "vit_b_16", "swin_t", "bert_base", "gpt2", "t5_small", "vit_base",
-             "whisper_tiny_encoder", "llama_100m"]
+             "whisper_tiny_encoder", "llama_100m", "bart_base"]
+EAGER_VARIANTS = {"bert_2layer_eager", "gpt2_2layer_eager"}
 
 
 def test_zoo_has_the_issue_models():
     assert set(PUBLISHED + SMALL) <= set(ZOO)
     assert set(QUICK) <= set(ZOO)
     assert {name for name, e in ZOO.items() if "quick" in e.tags} == set(QUICK)
+
+
+def _hf_model(module: torch.nn.Module):
+    return next(m for m in module.modules() if hasattr(m, "config"))
+
+
+@pytest.mark.parametrize("name", [n for n in SMALL if "transformers" in ZOO[n].tags])
+def test_transformers_entries_use_the_library_defaults(name):
+    """Models as users build them: attention as transformers picks it (sdpa), except the
+    variants tagged eager_attention; only decoder-only models turn the KV cache off."""
+    config = _hf_model(get(name).factory()).config
+    if name in EAGER_VARIANTS:
+        assert {"variant", "eager_attention"} <= set(get(name).tags)
+        assert config._attn_implementation == "eager"
+    else:
+        assert config._attn_implementation == "sdpa"
+    decoder_only = name.split("_")[0] in {"gpt2", "llama", "qwen2"}
+    assert config.use_cache is not decoder_only  # a DynamicCache output does not export
+
+
+def test_eager_attention_variants_are_tagged():
+    tagged = {n for n, e in ZOO.items() if "eager_attention" in e.tags}
+    assert tagged == EAGER_VARIANTS and not tagged & set(QUICK)
+
+
+def test_quick_matrix_runs_every_quick_text_model_with_dynamic_shapes():
+    cells = quick_matrix()
+    dynamic = {c.model for c in cells if c.dynamic}
+    text = {n for n in QUICK if "transformers" in ZOO[n].tags}
+    assert text == dynamic == {"bert_2layer", "gpt2_2layer", "llama_2layer", "qwen2_2layer",
+                               "t5_2layer"}
+    assert {c.model for c in cells} == set(QUICK)
+    assert len({c.key for c in cells}) == len(cells) == 31
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))
