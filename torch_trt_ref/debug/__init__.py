@@ -3,6 +3,7 @@ finds the first FX node whose compiled value leaves the float64 rule; ``reduce``
 failing model to the smallest failing subgraph and writes a standalone repro script."""
 
 from .compare import compare  # noqa: F401
+from .reduce import Reduction, reduce  # noqa: F401
 from .report import DivergenceReport, NodeRecord  # noqa: F401
 
-__all__ = ["compare", "DivergenceReport", "NodeRecord"]
+__all__ = ["compare", "reduce", "Reduction", "DivergenceReport", "NodeRecord"]

@@ -84,6 +84,8 @@ def trace(model, inputs=(), kwarg_inputs=None, *, settings=None, registry=CONVER
     report = DivergenceReport(_settings_json(settings), [],
                               lowering_route=gm.meta.get("lowering", ""))
     report.nodes = node_records(gm, compiled, got, eager, ref, where)
+    report.notes += [f"{name} runs in PyTorch: TensorRT compilation failed ({why})"
+                     for name, why in compiled.compile_report.fallbacks.items()]
     if check_model:
         model_p, model64 = model_outputs(model if not isinstance(model, ExportedProgram)
                                          else model.module(), args, kw, settings.dtype)
@@ -120,7 +122,10 @@ def run_compiled(compiled: GraphModule, flat: list[Any]):
             values: dict[str, torch.Tensor] = {}
             outputs = [o.contiguous() for o in run_snapshot(snapshot, named, values)]
             converters = getattr(snapshot, "node_converters", {})
+            inputs = {spec.name for spec in module.engine.inputs}
             for node, names in getattr(snapshot, "node_outputs", {}).items():
+                if node in inputs:  # a value computed upstream, not by this engine
+                    continue
                 vals = tuple(values.get(n) for n in names)
                 got[node] = vals[0] if len(vals) == 1 else vals
                 where[node] = ("tensorrt", target, converters.get(node))
