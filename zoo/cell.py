@@ -1,5 +1,6 @@
 """Measure one cell in this process: eager fp32 reference, compile under a peak-RSS sampler,
-latency and accuracy. ``python -m zoo.cell`` runs one cell for the harness's subprocess."""
+accuracy (the float64 rule) and latency. ``python -m zoo.cell`` runs one cell for the
+harness's subprocess."""
 
 from __future__ import annotations
 
@@ -99,6 +100,18 @@ def _compile_metrics(compiled, report, weight_bytes: int) -> dict[str, Any]:
     }
 
 
+def _accuracy(model, args, kwargs, reference, result, dtype: torch.dtype,
+              tolerance: float) -> dict[str, Any]:
+    """Max abs error / cosine vs eager fp32, and the float64 rule: eager in the cell's
+    precision and eager float64 each run on a deep copy of the model, after the compile's
+    RSS sampler has stopped and freed before latency is measured."""
+    acc = measure.accuracy(reference, result)
+    eager, eager64, notes = measure.references(model, args, kwargs, dtype, reference)
+    acc.update(measure.float64_rule(result, eager, eager64, acc["max_abs_error"], tolerance,
+                                    notes), tolerance=tolerance)
+    return acc
+
+
 def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 20.0) -> dict:
     """One record: every metric that could be measured; ``status`` is "ok" or "error"
     with the failing stage, error type and message."""
@@ -144,10 +157,11 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
         with torch.no_grad():
             result = compiled(*args, **kwargs)
         stage = "accuracy"
-        acc = measure.accuracy(reference, result)
-        acc["tolerance"] = entry.tolerance(cell.precision)
-        acc["within_tolerance"] = acc["max_abs_error"] <= acc["tolerance"]
-        record["accuracy"] = acc
+        record["accuracy"] = _accuracy(model, args, kwargs, reference, result,
+                                       PRECISION_DTYPES[cell.precision],
+                                       entry.tolerance(cell.precision))
+        del result
+        gc.collect()
         stage = "latency"
         lat = measure.latency(lambda: compiled(*args, **kwargs), warmup, runs, max_seconds)
         lat.update(executor="+".join(executors) or "none (all PyTorch)",

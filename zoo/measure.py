@@ -1,14 +1,20 @@
-"""Latency (warm-up, then median/p90 of timed runs) and accuracy (max abs error, cosine
-similarity) of a compiled model against eager fp32."""
+"""Latency (warm-up, then median/p90 of timed runs) and accuracy of a compiled model: max
+abs error and cosine similarity against eager fp32, and the float64 rule
+(``torch_trt_ref.accuracy``) against eager float64, scaled by eager's error in the cell's
+precision."""
 
 from __future__ import annotations
 
+import copy
+import gc
 import statistics
 import time
 from typing import Any, Callable
 
 import torch
-from torch.utils._pytree import tree_leaves
+from torch.utils._pytree import tree_leaves, tree_map
+
+from torch_trt_ref.accuracy import judge
 
 
 def tensors(value: Any) -> list[torch.Tensor]:
@@ -42,6 +48,78 @@ def accuracy(reference: Any, result: Any) -> dict[str, Any]:
     scale = max((float(t.abs().max()) for t in flat_ref if t.numel()), default=0.0)
     return {"max_abs_error": max_err, "cosine": cosine, "reference_max_abs": scale,
             "outputs": len(ref)}
+
+
+def cast_floats(value: Any, dtype: torch.dtype) -> Any:
+    """``value`` with every floating tensor cast to ``dtype`` (other leaves unchanged)."""
+    return tree_map(lambda t: t.to(dtype) if isinstance(t, torch.Tensor)
+                    and t.is_floating_point() else t, value)
+
+
+def run_cast(model: torch.nn.Module, args: tuple, kwargs: dict, dtype: torch.dtype,
+             compute: torch.dtype | None = None) -> Any:
+    """Outputs of a deep copy of ``model`` whose float weights are rounded to ``dtype``, on
+    inputs rounded to ``dtype``; computed in ``compute`` (default ``dtype``), outputs
+    rounded to ``dtype``. The copy is freed (and collected) before returning."""
+    compute = compute or dtype
+    clone = copy.deepcopy(model).to(dtype).to(compute)
+    try:
+        with torch.no_grad():
+            out = clone(*cast_floats(cast_floats(args, dtype), compute),
+                        **cast_floats(cast_floats(kwargs, dtype), compute))
+        return cast_floats(out, dtype)
+    finally:
+        del clone
+        gc.collect()
+
+
+def references(model: torch.nn.Module, args: tuple, kwargs: dict, dtype: torch.dtype,
+               eager_fp32: Any) -> tuple[Any, Any, list[str]]:
+    """Eager in the cell's precision ``dtype`` (``eager_fp32`` itself for fp32), eager in
+    float64 (None when the model cannot run in float64) and notes on any fallback. A model
+    that fails in fp16/bf16 on this CPU (missing half kernel) runs with weights and inputs
+    rounded to ``dtype``, computes in fp32 and rounds its outputs to ``dtype``."""
+    notes = []
+    eager = eager_fp32
+    if dtype != torch.float32:
+        try:
+            eager = run_cast(model, args, kwargs, dtype)
+        except (RuntimeError, NotImplementedError) as err:
+            notes.append(f"eager {dtype} failed on this CPU ({type(err).__name__}: "
+                         f"{str(err).splitlines()[0][:160]}); eager is computed in fp32 on "
+                         f"{dtype} weights and inputs and rounded to {dtype}")
+            eager = run_cast(model, args, kwargs, dtype, torch.float32)
+    try:
+        eager64 = run_cast(model, args, kwargs, torch.float64)
+    except (RuntimeError, NotImplementedError) as err:
+        notes.append(f"no float64 eager run ({type(err).__name__}: "
+                     f"{str(err).splitlines()[0][:160]}); judged by the max abs tolerance")
+        eager64 = None
+    return eager, eager64, notes
+
+
+def float64_rule(result: Any, eager: Any, eager64: Any | None, max_abs_error: float,
+                 tolerance: float, notes: list[str]) -> dict[str, Any]:
+    """The accuracy fields of the float64 rule: RMSE of the compiled result and of eager in
+    the cell's precision against float64, their ratio, the allowed RMSE and ``passed``.
+    Compiled outputs are compared in eager's dtype (the compiled module casts fp16/bf16
+    outputs back to the model's fp32; the values are the precision's). Without a float64
+    run, ``passed`` is ``max_abs_error <= tolerance`` and ``rule`` says so."""
+    fields: dict[str, Any] = {"notes": notes}
+    if eager64 is None:
+        return {**fields, "rule": "tolerance", "compiled_rmse": None, "eager_rmse": None,
+                "ratio": None, "allowed": tolerance, "passed": max_abs_error <= tolerance}
+    got, want = tensors(result), tensors(eager)
+    if len(got) == len(want):
+        got = [g.to(w.dtype) if g.is_floating_point() and w.is_floating_point() else g
+               for g, w in zip(got, want)]
+    verdict = judge(got, want, tensors(eager64))
+    summary, worst = verdict.to_json(), verdict.worst()
+    return {**fields, "rule": "float64", "compiled_rmse": summary["compiled_rmse"],
+            "eager_rmse": summary["eager_rmse"], "ratio": summary["ratio"],
+            "allowed": worst.allowed_rmse if worst else 0.0,
+            "eager_max_abs_error": summary["eager_max_abs"], "passed": verdict.passed,
+            "message": verdict.message}
 
 
 def percentile(values: list[float], q: float) -> float:

@@ -32,26 +32,42 @@ def cell_row(r: dict) -> list[Any]:
     if r.get("status") != "ok" and "partition" not in r:
         err = r.get("error") or {}
         why = f"{r['status']} at {err.get('stage')}: {err.get('type')}"
-        return [c["model"], strategy, c["precision"], why] + ["-"] * 8
+        return [c["model"], strategy, c["precision"], why] + ["-"] * 9
     p, ops, lat, acc = r["partition"], r["ops"], r.get("latency"), r.get("accuracy")
     weights = r["memory"]["weight_bytes"]
     rss = r["memory"]["peak_rss_bytes"]
     per_w = f" ({rss / weights:.1f}x)" if weights >= MIN_WEIGHTS else ""
     latency = f"{lat['median_s'] * 1e3:.1f} / {lat['p90_s'] * 1e3:.1f}" if lat else "-"
-    accuracy = "-"
+    accuracy, rule = "-", "-"
     if acc:
-        flag = "" if acc["within_tolerance"] else " ✗"
-        accuracy = f"{acc['max_abs_error']:.2g} / {num(acc['cosine'], '.5f')}{flag}"
+        accuracy = f"{acc['max_abs_error']:.2g} / {num(acc['cosine'], '.5f')}"
+        rule = accuracy_cell(acc)
     status = r["status"] if r["status"] == "ok" else f"{r['status']} ({r['error']['stage']})"
     return [c["model"], strategy, c["precision"], status, p["engines"], p["torch_segments"],
             p["transitions"], f"{ops['supported']}/{ops['total']}",
             f"{r['outside_builder_seconds']:.2f} + {r['phases'].get('build', 0):.2f}",
-            mib(rss) + per_w, latency, accuracy]
+            mib(rss) + per_w, latency, accuracy, rule]
+
+
+def accuracy_passed(acc: dict) -> bool | None:
+    """The accuracy verdict of a record (``within_tolerance`` in version-1 records)."""
+    return acc.get("passed", acc.get("within_tolerance"))
+
+
+def accuracy_cell(acc: dict) -> str:
+    """"compiled / eager RMSE vs float64 (ratio)", flagged ✗ when the rule fails; the max
+    abs tolerance verdict for records judged without a float64 run."""
+    flag = "" if accuracy_passed(acc) else " ✗"
+    if acc.get("compiled_rmse") is None:
+        return f"tolerance {num(acc.get('tolerance'), '.2g')}{flag}"
+    return (f"{acc['compiled_rmse']:.2g} / {acc['eager_rmse']:.2g} "
+            f"({num(acc.get('ratio'), '.2f')}){flag}")
 
 
 CELL_HEADER = ["model", "strategy", "precision", "status", "TRT engines", "torch segments",
                "transitions", "supported/total ops", "compile s (outside builder + build)",
-               "peak RSS MiB (x weights)", "latency ms median / p90", "max abs err / cosine"]
+               "peak RSS MiB (x weights)", "latency ms median / p90",
+               "max abs err / cosine vs fp32", "RMSE vs fp64: compiled / eager (ratio)"]
 
 
 def environment_lines(records: list[dict]) -> list[str]:
@@ -114,6 +130,13 @@ def anchor_section(records: list[dict]) -> list[str]:
     if over_rss:
         out += ["", BUILDER_FLOOR_NOTE]
     return out
+
+
+ACCURACY_NOTE = (
+    "Accuracy: a cell passes when its output RMSE against eager float64 is at most k x the "
+    "RMSE of eager in the cell's precision (k = 2 fp32, 3 fp16/bf16 and outputs under 1000 "
+    "elements) plus 4 ulps of the output's RMS magnitude; ✗ marks a cell that fails "
+    "(docs/zoo.md, Accuracy). Max abs error and cosine are against eager fp32.")
 
 
 BUILDER_FLOOR_NOTE = (
@@ -195,9 +218,13 @@ def unsupported_section(records: list[dict]) -> list[str]:
     return table(["op", "nodes", "models (nodes)", "reason"], body)
 
 
+def _inaccurate(r: dict) -> bool:
+    return bool(r.get("accuracy")) and not accuracy_passed(r["accuracy"])
+
+
 def error_section(records: list[dict]) -> list[str]:
     errors = [r for r in records if r.get("status") != "ok" or r.get("partition", {}).get(
-        "fallbacks")]
+        "fallbacks") or _inaccurate(r)]
     if not errors:
         return ["No cell failed."]
     lines = []
@@ -207,6 +234,11 @@ def error_section(records: list[dict]) -> list[str]:
             msg = (e.get("message") or "").strip().splitlines()
             lines.append(f"- `{r['cell']['key']}` {r['status']} at {e['stage']}: "
                          f"{e['type']}: {msg[0][:200] if msg else ''}")
+        if _inaccurate(r):
+            acc = r["accuracy"]
+            why = acc.get("message") or (f"max abs error {acc.get('max_abs_error'):.3g} > "
+                                         f"tolerance {acc.get('tolerance')}")
+            lines.append(f"- `{r['cell']['key']}` fails the accuracy rule: {why[:300]}")
         for seg, why in r.get("partition", {}).get("fallbacks", {}).items():
             lines.append(f"- `{r['cell']['key']}` {seg} fell back to PyTorch: {why[:200]}")
     return lines
@@ -223,6 +255,7 @@ def markdown(records: list[dict], title: str = "Model zoo report") -> str:
             "(wall includes waiting for other processes on a shared machine).", ""]
     out += environment_lines(records) + ["", "## Cells", ""]
     out += table(CELL_HEADER, [cell_row(r) for r in records])
+    out += ["", ACCURACY_NOTE]
     out += ["", "## Ratios vs the anchor (Torch-TensorRT 2.13 + TensorRT-RTX, fp32)", ""]
     out += anchor_section(records)
     out += ["", "## Peak compile memory by phase (fp32)", ""] + memory_section(records)

@@ -10,7 +10,10 @@ import subprocess
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-SCHEMA_VERSION = 1
+# 2: ``accuracy`` judged by the float64 rule (compiled_rmse, eager_rmse, ratio, allowed,
+# passed) instead of ``within_tolerance``. Version 1 records are read and upgraded.
+SCHEMA_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 
 def _cpu_model() -> str:
@@ -82,7 +85,17 @@ def _read_one(path: Path) -> Iterator[dict]:
             continue
         record = json.loads(line)
         version = record.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if version not in READABLE_VERSIONS:
             raise ValueError(f"{path}:{lineno}: schema_version {version!r}; this zoo reads "
-                             f"version {SCHEMA_VERSION}")
-        yield record
+                             f"versions {', '.join(map(str, READABLE_VERSIONS))}")
+        yield upgrade(record)
+
+
+def upgrade(record: dict) -> dict:
+    """A version-1 record in version 2's terms: its accuracy verdict was the max abs
+    tolerance (``within_tolerance``), which becomes ``passed`` with ``rule`` "tolerance"."""
+    acc = record.get("accuracy")
+    if record.get("schema_version") == 1 and acc and "passed" not in acc:
+        acc.update(passed=acc.get("within_tolerance"), rule="tolerance",
+                   allowed=acc.get("tolerance"))
+    return record

@@ -28,7 +28,7 @@ def record(key="m/fast/fp32", status="ok", engines=2, torch_segments=1, transiti
              ops={"supported": supported, "total": total}, outside_builder_seconds=outside,
              phases={"build": build}, latency={"median_s": latency},
              memory={"peak_rss_bytes": rss}, engines={"plan_bytes": plan},
-             accuracy={"within_tolerance": True})
+             accuracy={"passed": True, "compiled_rmse": 1e-7, "eager_rmse": 1e-7})
     return r
 
 
@@ -86,16 +86,24 @@ def test_counts_only_ignores_time_and_memory():
     deltas = compare([record()], [record(outside=20.0, rss=4000 * MiB)], counts_only=True)
     assert not regressions(deltas)
     assert {d.metric for d in deltas} == {"status", "engines", "torch_segments", "transitions",
-                                          "supported_ops", "total_ops", "within_tolerance"}
+                                          "supported_ops", "total_ops", "accuracy_passed"}
 
 
 def test_losing_accuracy_is_a_regression():
     base, new = record(), record()
-    base["accuracy"] = {"within_tolerance": True}
-    new["accuracy"] = {"within_tolerance": False}
+    new["accuracy"] = {"passed": False, "compiled_rmse": 1e-3, "eager_rmse": 1e-7}
     verdict = verdicts(compare([base], [new], counts_only=True))
-    assert verdict[("m/fast/fp32", "within_tolerance")] == cmp.REGRESSED
-    assert verdicts(compare([new], [base]))[("m/fast/fp32", "within_tolerance")] == cmp.IMPROVED
+    assert verdict[("m/fast/fp32", "accuracy_passed")] == cmp.REGRESSED
+    assert verdicts(compare([new], [base]))[("m/fast/fp32", "accuracy_passed")] == cmp.IMPROVED
+
+
+def test_a_version_1_baseline_is_judged_by_its_within_tolerance():
+    base = record()
+    base.update(schema_version=1, accuracy={"within_tolerance": True, "max_abs_error": 1e-5})
+    new = record()
+    new["accuracy"] = {"passed": False}
+    assert verdicts(compare([base], [new]))[("m/fast/fp32", "accuracy_passed")] == \
+        cmp.REGRESSED
 
 
 def test_status_missing_and_new_cells():

@@ -37,7 +37,9 @@ def record(model="resnet18", strategy="fast", precision="fp32", rp=False, outsid
                                      "partition": 20 * MiB, "conversion+build": rss}},
         "latency": {"median_s": 0.02, "p90_s": 0.03, "executor": "reference", "device": "cpu"},
         "eager_latency": {"median_s": 0.01},
-        "accuracy": {"max_abs_error": 1e-5, "cosine": 1.0, "within_tolerance": True},
+        "accuracy": {"max_abs_error": 1e-5, "cosine": 1.0, "rule": "float64",
+                     "compiled_rmse": 2e-7, "eager_rmse": 1e-7, "ratio": 2.0,
+                     "allowed": 2.5e-7, "passed": True, "tolerance": 1e-3},
     }
 
 
@@ -111,3 +113,25 @@ def test_records_round_trip_and_schema_is_checked(tmp_path):
     bad.write_text('{"schema_version": 999}\n')
     with pytest.raises(ValueError, match="schema_version 999"):
         read_records(bad)
+
+
+def test_cells_show_compiled_and_eager_error_and_flag_the_rule():
+    bad = record(model="bert_2layer")
+    bad["accuracy"].update(compiled_rmse=3e-7, ratio=3.0, passed=False,
+                           message="output 0: RMSE vs float64 3e-07 > allowed 2.5e-07")
+    text = markdown([record(), bad])
+    assert "RMSE vs fp64: compiled / eager (ratio)" in text
+    assert "| 2e-07 / 1e-07 (2.00) |" in text
+    assert "| 3e-07 / 1e-07 (3.00) ✗ |" in text
+    assert "`bert_2layer/fast/fp32` fails the accuracy rule: output 0: RMSE" in text
+
+
+def test_version_1_records_are_read_with_their_tolerance_verdict(tmp_path):
+    old = record()
+    old.update(schema_version=1, accuracy={"max_abs_error": 2e-3, "cosine": 1.0,
+                                           "tolerance": 1e-3, "within_tolerance": False})
+    path = tmp_path / "v1.jsonl"
+    write_record(path, old)
+    (read,) = read_records(path)
+    assert read["accuracy"]["passed"] is False and read["accuracy"]["rule"] == "tolerance"
+    assert "tolerance 0.001 ✗" in markdown([read])
