@@ -117,3 +117,29 @@ def test_float64_copy_rewrites_explicit_float_dtypes():
     out = cast_graph(gm)(torch.ones(2, dtype=torch.float64) / 3)
     assert out.dtype == torch.float64 and torch.allclose(out, torch.full((2,), 1 / 3 + 0.5,
                                                                          dtype=torch.float64))
+
+
+def test_suffix_bisection_and_ddmin_find_the_needed_nodes():
+    from torch_trt_ref.debug.reduce import _ddmin, _shortest_suffix
+
+    def f(x):
+        a = aten.relu.default(x)
+        b = aten.neg.default(a)
+        c = aten.exp.default(b)
+        d = aten.abs.default(c)
+        return aten.add.Tensor(d, b)
+
+    nodes = [n for n in torch.fx.symbolic_trace(f).graph.nodes if n.op == "call_function"]
+
+    class Tester:  # "fails" when the subgraph holds neg and add (and abs, with the suffix)
+        count = 0
+
+        def fails(self, keep):
+            self.count += 1
+            return {"neg", "add"} <= {n.name.split("_")[0] for n in keep}
+
+    tester = Tester()
+    suffix = _shortest_suffix(nodes, tester)
+    assert [n.target for n in suffix] == [n.target for n in nodes[1:]]  # relu is not needed
+    assert [n.target for n in _ddmin(suffix, nodes[-1], tester)] == [nodes[1].target,
+                                                                     nodes[-1].target]

@@ -10,9 +10,10 @@ from pathlib import Path
 import torch
 
 from .. import accuracy
+from ..compiler import _settings_json
 from ..conversion.interpreter import select_converter
 from ..conversion.registry import CONVERTERS
-from ..settings import op_name
+from ..settings import CompilationSettings, op_name
 from .graphs import cast_graph
 
 # settings the repro leaves at their defaults (min_block_size is 1: the subgraph is small)
@@ -92,7 +93,8 @@ if __name__ == "__main__":
 
 def _forward(gm: torch.fx.GraphModule) -> str:
     code = gm.graph.python_code("self").src.strip("\n")
-    return textwrap.indent(code, "    ") + "\n"
+    lines = [line.rstrip() for line in code.splitlines()]
+    return "\n" + textwrap.indent("\n".join(lines).strip("\n"), "    ") + "\n"
 
 
 def user_converters(t, names: list[str]) -> tuple[list[tuple], list[str]]:
@@ -122,8 +124,9 @@ def write_repro(out_dir: Path, cand, t, verdict: accuracy.Verdict) -> Path:
     weights = {name: value for name, value in cand.module.named_buffers()}
     torch.save({"weights": weights, "inputs": cand.inputs, "inputs64": cand.inputs64},
                script.with_suffix(".pt"))
-    settings = {k: v for k, v in t.report.settings.items()
-                if k not in _SKIPPED_SETTINGS and v not in (None, [], {})}
+    defaults = _settings_json(CompilationSettings())
+    settings = {k: v for k, v in t.report.settings.items() if k not in _SKIPPED_SETTINGS
+                and (k == "precision" or v != defaults.get(k))}
     user, notes = user_converters(t, cand.nodes)
     message = verdict.message or "passes"
     if notes:
