@@ -15,7 +15,7 @@ from torch.fx import GraphModule
 
 from . import conversion  # noqa: F401
 from .build import build_engine
-from .capture import as_inputs, capture, flat_module, symbol_ranges
+from .capture import as_inputs, capture, symbol_ranges
 from .conversion import converters  # noqa: F401  (registers the built-in converters)
 from .conversion.interpreter import Interpreter
 from .conversion.registry import CONVERTERS, ConverterRegistry
@@ -23,8 +23,8 @@ from .conversion.shapes import spec_from_fake
 from .engine_cache import EngineCache
 from .inputs import Input
 from .lowering import decomposition_table, lower
-from .lowering.decompositions import NotLocallyLowerable, decompose_locally
-from .lowering.passes import functionalize_inplace
+from .lowering.decompositions import NotLocallyLowerable
+from .lowering.routes import node_by_node, whole_program
 from .partitioning import TENSORRT, TORCH, partition, stitch, support_report
 from .partitioning.hierarchical import wrap_backend_segment
 from .partitioning.stitch import segment_name
@@ -63,15 +63,12 @@ def lower_program(ep: ExportedProgram, settings: CompilationSettings) -> GraphMo
     ``ExportedProgram.run_decompositions`` instead. ``gm.meta["lowering"]`` says which."""
     table = decomposition_table(settings)
     try:
-        gm = flat_module(ep)
-        functionalize_inplace(gm)
-        decompose_locally(gm, table)
-        functionalize_inplace(gm)  # a decomposition may write in place (as_strided_)
+        gm = node_by_node(ep, table)
         route = "node by node"
     except Exception as err:  # the whole-program route is slower but always correct
         level = logging.DEBUG if isinstance(err, NotLocallyLowerable) else logging.INFO
         log.log(level, "lowering with run_decompositions: %s: %s", type(err).__name__, err)
-        gm = ep.run_decompositions(table).module()
+        gm = whole_program(ep, table)
         route = f"whole program (run_decompositions), because {err}"
     gm.meta["lowering"] = route
     for node in gm.graph.nodes:

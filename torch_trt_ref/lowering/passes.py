@@ -301,7 +301,11 @@ def functionalize_inplace(gm: GraphModule) -> GraphModule:
 
     Before: ``m = zeros(4, 4); s = slice(m, 0, 0, 2); fill_(s, 1); out = add(m, x)``
     After:  ``m = zeros(4, 4); s = slice(m, 0, 0, 2); f = fill(s, 1);
-              m2 = slice_scatter(m, f, 0, 0, 2); out = add(m2, x)``"""
+              m2 = slice_scatter(m, f, 0, 0, 2); out = add(m2, x)``
+
+    A write through two views (``m[a:b, c:d] = k``) scatters into the first view made again
+    from ``m``: ``s1 = slice(m); s2 = slice(s1); f = fill(s2, k); s1b = slice(m);
+    t = slice_scatter(s1b, f, 1, c, d); m2 = slice_scatter(m, t, 0, a, b)``."""
     from .decompositions import NotLocallyLowerable
 
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
@@ -318,11 +322,19 @@ def functionalize_inplace(gm: GraphModule) -> GraphModule:
         chain = _view_chain(node.args[0])
         updated = {chain[-1]: _insert_call(gm, _out_of_place(node.target), node.args, node,
                                            node.kwargs)}
-        for view, parent in zip(reversed(chain[1:]), reversed(chain[:-1])):
+        # The scatter bases are the intermediate views made again from the base, as
+        # functionalization (run_decompositions) regenerates them, so both routes give the
+        # same ops (tests/test_lowering_routes.py).
+        bases = [chain[0]]
+        for view in chain[1:-1]:
+            bases.append(_insert_call(gm, view.target, (bases[-1], *view.args[1:]), node,
+                                      view.kwargs))
+        for view, parent, base in zip(reversed(chain[1:]), reversed(chain[:-1]),
+                                      reversed(bases)):
             updated[parent] = _insert_call(gm, SCATTER_OF[view.target],
-                                           (parent, updated[view], *view.args[1:]), node,
+                                           (base, updated[view], *view.args[1:]), node,
                                            view.kwargs)
-        for new in updated.values():
+        for new in (*bases[1:], *updated.values()):
             order[new] = order[node]
         node.replace_all_uses_with(updated[chain[-1]])
         for value, new in updated.items():
