@@ -17,6 +17,7 @@ from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
           "int32": torch.int32, "int64": torch.int64}
+FLOAT_DTYPES = ("fp32", "fp16", "bf16")  # the default set; integer dtypes on request
 FULL_SAMPLES = 6  # samples per OpInfo and dtype in the full set
 CI_SAMPLES = 2  # ... and in the default (CI) subset
 # Outcomes: "passed"; failures: "mismatch", "compile_error", "run_error"; outside the
@@ -87,9 +88,9 @@ def split_op(op: str) -> tuple[str, str]:
     return op, ""
 
 
-def dtypes_of(info) -> list[str]:
+def dtypes_of(info, names=FLOAT_DTYPES) -> list[str]:
     supported = info.supported_dtypes("cpu")
-    return [name for name, dtype in DTYPES.items() if dtype in supported]
+    return [name for name in names if DTYPES[name] in supported]
 
 
 @functools.lru_cache(maxsize=8)
@@ -107,7 +108,8 @@ def samples(name: str, variant: str, dtype: str) -> tuple:
             return ()
 
 
-def cell_keys(per_dtype: int = FULL_SAMPLES, ops=None) -> list[CellKey]:
+def cell_keys(per_dtype: int = FULL_SAMPLES, ops=None,
+              dtypes=FLOAT_DTYPES) -> list[CellKey]:
     """Every cell: each OpInfo (or those named in ``ops``), each dtype it supports on CPU,
     sample indices below ``per_dtype``. Samples are not made here (that takes minutes for
     all of op_db): an index past an OpInfo's last sample runs as outcome "absent"."""
@@ -115,7 +117,7 @@ def cell_keys(per_dtype: int = FULL_SAMPLES, ops=None) -> list[CellKey]:
     for (name, variant), info in op_db().items():
         if ops is not None and (name, variant) not in ops:
             continue
-        for dtype in dtypes_of(info):
+        for dtype in dtypes_of(info, dtypes):
             keys += [CellKey(name, variant, dtype, i) for i in range(per_dtype)]
     return keys
 

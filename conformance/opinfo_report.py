@@ -21,6 +21,7 @@ from .opinfo import (
     COUNTED,
     DTYPES,
     FAILURES,
+    FLOAT_DTYPES,
     FULL_SAMPLES,
     MANIFEST,
     CellKey,
@@ -105,7 +106,7 @@ def run_all(keys: list[CellKey], jobs: int) -> dict[str, dict]:
     for k in keys:
         groups[(k.op, k.variant)].append(k)
     cells, done, start = {}, 0, time.time()
-    with multiprocessing.get_context("spawn").Pool(jobs, maxtasksperchild=20) as pool:
+    with multiprocessing.get_context("spawn").Pool(jobs, maxtasksperchild=200) as pool:
         for results in pool.imap_unordered(_run_op, list(groups.values())):
             cells.update(results)
             done += 1
@@ -122,6 +123,7 @@ def main(argv=None) -> int:
                         help=f"every OpInfo, {FULL_SAMPLES} samples per dtype (default: the "
                              f"manifest's cells, {CI_SAMPLES} samples per OpInfo and dtype)")
     parser.add_argument("--op", action="append", help="only these OpInfos (name[.variant])")
+    parser.add_argument("--ints", action="store_true", help="also int32 and int64 cells")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", default="out/opinfo.json")
     parser.add_argument("--markdown", default="out/opinfo.md")
@@ -131,12 +133,13 @@ def main(argv=None) -> int:
     from .opinfo import ci_keys, split_op
 
     ops = {split_op(o) for o in args.op} if args.op else None
-    keys = cell_keys(FULL_SAMPLES, ops) if args.full or ops else ci_keys()
+    dtypes = tuple(DTYPES) if args.ints else FLOAT_DTYPES
+    keys = cell_keys(FULL_SAMPLES, ops, dtypes) if args.full or ops else ci_keys()
     cells = run_all(keys, args.jobs)
     import torch
 
-    title = f"OpInfo conformance ({'full set' if args.full else 'CI subset'}, torch " \
-            f"{torch.__version__})"
+    which = "full set" if args.full else "selected OpInfos" if ops else "CI subset"
+    title = f"OpInfo conformance ({which}, {', '.join(dtypes)}, torch {torch.__version__})"
     for path, text in ((args.json, json.dumps({"title": title, "summary": summarize(cells),
                                                 "cells": cells}, indent=1)),
                        (args.markdown, render(cells, title))):

@@ -191,19 +191,21 @@ def var_mean(ctx, input, dim=None, correction=None, keepdim=False):
 # ---------------------------------------------------------------------------------------
 # Softmax family.
 
-def _as_rank1(ctx, x):
-    return D.reshape(ctx, x, [1]) if len(x.shape) == 0 else x
-
+# Note [softmax rank]
+# TensorRT's ISoftMaxLayer cannot infer the shape of a rank-1 input ("Could not get tensor
+# shape"); 0-d and rank-1 inputs go through as a (1, n) matrix.
 
 @converter(aten._softmax.default, validator=float_only, dynamic=True)
 def softmax(ctx, input, dim, half_to_float=False):
     x = helpers.cast(ctx, input, ctx.out_dtype)
     rank = len(x.shape)
-    x = _as_rank1(ctx, x)
+    axis = helpers.normalize_dim(dim, rank) if rank else 0
+    if rank < 2:
+        x, axis = D.reshape(ctx, x, [1, -1]), 1
     layer = ctx.net.add_softmax(x)
-    layer.axes = 1 << helpers.normalize_dim(dim, rank)
+    layer.axes = 1 << axis
     out = ctx.name_layer(layer, "softmax").get_output(0)
-    return D.reshape(ctx, out, []) if rank == 0 else out
+    return D.reshape(ctx, out, [-1] * rank) if rank < 2 else out
 
 
 @converter(aten._log_softmax.default, validator=float_only, dynamic=True)

@@ -194,9 +194,13 @@ def index_reduce(ctx, input, dim, index, source, reduce, include_self=True):
 @D.itensor_input
 def masked_scatter(ctx, input, mask, source):
     """The k-th true element of mask (row-major) takes source.flatten()[k]: k is the
-    running count of true elements, so one cumsum and one gather do it."""
-    dims = D.dims_of(ctx, input)
-    mask = D.broadcast_to(ctx, helpers.itensor(ctx, mask), dims)
+    running count of true elements, so one cumsum and one gather do it. input and mask
+    broadcast against each other (the result has their broadcast shape)."""
+    from .indexing import broadcast_dims  # indexing imports this module
+
+    mask = helpers.itensor(ctx, mask)
+    dims = broadcast_dims(ctx, [D.dims_of(ctx, input), D.dims_of(ctx, mask)])
+    input, mask = D.broadcast_to(ctx, input, dims), D.broadcast_to(ctx, mask, dims)
     flat = D.reshape(ctx, helpers.cast(ctx, mask, torch.int32), [-1])
     axis = ctx.constant(torch.tensor(0, dtype=torch.int32))
     count = ctx.net.add_cumulative(flat, axis, trt.CumulativeOperation.SUM, True, False)
