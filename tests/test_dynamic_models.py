@@ -1,10 +1,18 @@
-"""BERT and GPT-2 with a dynamic sequence length: one TensorRT engine built for input_ids
-of shape (1, 4..32) must match eager PyTorch at several lengths inside the range (the
-SymInt path: sym_size -> shape arithmetic -> view/expand/arange/slice/full)."""
+"""BERT, GPT-2 and Llama (grouped-query attention, rotary embeddings) in their default
+configuration (sdpa attention) with a dynamic sequence length: one TensorRT engine built for
+input_ids of shape (1, 4..32) must match eager PyTorch at several lengths inside the range
+(the SymInt path: sym_size -> shape arithmetic -> view/expand/arange/slice/full)."""
 
 import pytest
 import torch
-from transformers import BertConfig, BertModel, GPT2Config, GPT2LMHeadModel
+from transformers import (
+    BertConfig,
+    BertModel,
+    GPT2Config,
+    GPT2LMHeadModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+)
 
 import torch_trt_ref
 
@@ -36,7 +44,14 @@ def gpt2() -> torch.nn.Module:
     return FirstOutput(GPT2LMHeadModel(config))
 
 
-@pytest.fixture(scope="module", params=[bert, gpt2], ids=["bert", "gpt2"])
+def llama() -> torch.nn.Module:
+    config = LlamaConfig(hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, vocab_size=VOCAB,
+                         max_position_embeddings=64, use_cache=False)
+    return FirstOutput(LlamaForCausalLM(config))
+
+
+@pytest.fixture(scope="module", params=[bert, gpt2, llama], ids=["bert", "gpt2", "llama"])
 def model_and_compiled(request):
     torch.manual_seed(0)
     model = request.param().eval()
