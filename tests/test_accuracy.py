@@ -107,3 +107,31 @@ def test_structure_mismatches_fail_with_a_message():
 def test_to_float64_casts_float_tensors_only():
     out = to_float64({"x": torch.ones(2, dtype=torch.float16), "i": torch.arange(2), "s": 3})
     assert out["x"].dtype == torch.float64 and out["i"].dtype == torch.int64 and out["s"] == 3
+
+
+def test_conformance_compare_records_errors_and_catches_what_the_tolerance_hid():
+    from conformance.runner import compare
+
+    reference = torch.linspace(-2, 2, 12, dtype=torch.float64).reshape(3, 4).exp()
+    eager = reference.float()
+    record: dict = {}
+    compare(eager.clone(), eager, reference, 1e-4, 1e-4, "here", record)
+    assert record["rule"] == "float64" and record["passed"] and record["ratio"] == 1.0
+    off = eager + 5e-5  # inside the old fp32 tolerance (atol 1e-4), ~1000x eager's error
+    record = {}
+    with pytest.raises(AssertionError, match="here: output 0: RMSE vs float64"):
+        compare(off, eager, reference, 1e-4, 1e-4, "here", record)
+    assert record["tolerance_passed"] and not record["passed"] and record["ratio"] > 100
+
+
+def test_conformance_compare_without_float64_uses_the_tolerance_and_says_why():
+    from conformance.runner import compare
+
+    x = torch.ones(2, 3)
+    record: dict = {}
+    compare(x + 1e-5, x, RuntimeError("no double kernel"), 1e-4, 1e-4, "here", record)
+    assert record["rule"] == "tolerance" and record["passed"]
+    assert record["fallback"] == "no float64 eager run (RuntimeError: no double kernel)"
+    record = {}
+    compare(torch.arange(3), torch.arange(3), torch.arange(3), 0.0, 0.0, "here", record)
+    assert record["rule"] == "exact" and record["fallback"] == "no float output"
