@@ -20,9 +20,10 @@ DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16,
 FLOAT_DTYPES = ("fp32", "fp16", "bf16")  # the default set; integer dtypes on request
 FULL_SAMPLES = 6  # samples per OpInfo and dtype in the full set
 CI_SAMPLES = 2  # ... and in the default (CI) subset
-# Outcomes: "passed"; failures: "mismatch", "compile_error", "run_error"; outside the
+# Outcomes: "passed"; failures: "mismatch", "compile_error", "run_error" (and
+# "harness_error", a bug of this module); outside the
 # denominator: "not_converted" (some node stays in PyTorch), "not_exported", "skipped".
-FAILURES = ("mismatch", "compile_error", "run_error")
+FAILURES = ("mismatch", "compile_error", "run_error", "harness_error")
 COUNTED = ("passed",) + FAILURES
 # The cells of the last full run that converted fully; the CI subset is drawn from it so
 # collection needs no sample generation (``python -m conformance.opinfo_report --full
@@ -174,9 +175,8 @@ def _equal(a, b) -> bool:
     for x, y in zip(fa, fb):
         if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
             return False
-        if isinstance(x, torch.Tensor) and (x.shape != y.shape or not torch.equal(
-                torch.nan_to_num(x.float() if x.dtype == torch.bool else x),
-                torch.nan_to_num(y.float() if y.dtype == torch.bool else y))):
+        if isinstance(x, torch.Tensor) and (x.shape != y.shape or x.dtype != y.dtype or not (
+                torch.equal(x, y) or bool(((x == y) | ((x != x) & (y != y))).all()))):
             return False
     return True
 
@@ -191,7 +191,10 @@ def run_cell(key: CellKey) -> Outcome:
     import time
 
     start = time.perf_counter()
-    out = _run_cell(key)
+    try:
+        out = _run_cell(key)
+    except Exception as err:  # a bug of this harness: reported, never hidden
+        out = Outcome("harness_error", f"{type(err).__name__}: {_first_line(err)}")
     out.seconds = time.perf_counter() - start
     return out
 

@@ -63,7 +63,7 @@ def _line(name: str, s: dict) -> str:
 def render(cells: dict[str, dict], title: str) -> str:
     summary = summarize(cells)
     head = ["| | cells | not converted | not exported/skipped | converted | passed | "
-            "mismatch / compile error / run error | of which strict xfail | pass rate |",
+            "mismatch / compile error / run error / harness error | of which strict xfail | pass rate |",
             "|---|---|---|---|---|---|---|---|---|"]
     lines = [f"# {title}", "", *head, _line("all", summary["overall"])]
     lines += [_line(d, s) for d, s in summary["per_dtype"].items()]
@@ -100,8 +100,9 @@ def _run_op(keys: list[CellKey]) -> list[tuple[str, dict]]:
     return out
 
 
-def run_all(keys: list[CellKey], jobs: int) -> dict[str, dict]:
-    """Cells of one OpInfo run in one worker (samples are made once per OpInfo)."""
+def run_all(keys: list[CellKey], jobs: int, progress: str | None = None) -> dict[str, dict]:
+    """Cells of one OpInfo run in one worker (samples are made once per OpInfo); each
+    finished cell is appended to ``progress`` (JSON lines) as it comes."""
     groups: dict[tuple, list[CellKey]] = defaultdict(list)
     for k in keys:
         groups[(k.op, k.variant)].append(k)
@@ -109,11 +110,23 @@ def run_all(keys: list[CellKey], jobs: int) -> dict[str, dict]:
     with multiprocessing.get_context("spawn").Pool(jobs, maxtasksperchild=200) as pool:
         for results in pool.imap_unordered(_run_op, list(groups.values())):
             cells.update(results)
+            if progress:
+                with open(progress, "a") as f:
+                    f.writelines(json.dumps({c: v}) + "\n" for c, v in results)
             done += 1
             if done % 50 == 0:
                 print(f"[opinfo] {done}/{len(groups)} OpInfos, {len(cells)} cells, "
                       f"{time.time() - start:.0f}s", flush=True)
     return dict(sorted(cells.items()))
+
+
+def _load_partial(path: str) -> dict[str, dict]:
+    cells: dict[str, dict] = {}
+    if os.path.exists(path):
+        for line in Path(path).read_text().splitlines():
+            if line.strip():
+                cells.update(json.loads(line))
+    return cells
 
 
 def main(argv=None) -> int:
@@ -123,6 +136,8 @@ def main(argv=None) -> int:
                         help=f"every OpInfo, {FULL_SAMPLES} samples per dtype (default: the "
                              f"manifest's cells, {CI_SAMPLES} samples per OpInfo and dtype)")
     parser.add_argument("--op", action="append", help="only these OpInfos (name[.variant])")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the cells already in <json>.partial (an interrupted run)")
     parser.add_argument("--ints", action="store_true", help="also int32 and int64 cells")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--json", default="out/opinfo.json")
@@ -135,7 +150,13 @@ def main(argv=None) -> int:
     ops = {split_op(o) for o in args.op} if args.op else None
     dtypes = tuple(DTYPES) if args.ints else FLOAT_DTYPES
     keys = cell_keys(FULL_SAMPLES, ops, dtypes) if args.full or ops else ci_keys()
-    cells = run_all(keys, args.jobs)
+    os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
+    progress = args.json + ".partial"
+    done = _load_partial(progress) if args.resume else {}
+    if not args.resume:
+        Path(progress).write_text("")
+    cells = {**done, **run_all([k for k in keys if k.id not in done], args.jobs, progress)}
+    cells = dict(sorted(cells.items()))
     import torch
 
     which = "full set" if args.full else "selected OpInfos" if ops else "CI subset"

@@ -77,7 +77,10 @@ def _arange_ok(node, settings):
 def arange(ctx, start, end, step=1, dtype=None, layout=None, device=None, pin_memory=None):
     dtype = ctx.out_dtype
     if not helpers.is_tensor(start) and not helpers.is_tensor(end):
-        return ctx.constant(torch.arange(start, end, step, dtype=dtype))
+        values = torch.arange(start, end, step, dtype=dtype)
+        if values.numel() == 0:  # TensorRT keeps no weights for an empty constant
+            return D.slice_nd(ctx, ctx.constant(torch.zeros(1, dtype=dtype)), [0], [0], [1])
+        return ctx.constant(values)
     # Symbolic bounds are integers: length = ceil((end - start) / step).
     span = D.dim_op(ctx, "sub", D.as_dim(ctx, end), D.as_dim(ctx, start))
     span = D.dim_op(ctx, "add", span, step - 1 if step > 0 else step + 1)

@@ -22,7 +22,21 @@ def _val(node):
     return node.meta["val"] if isinstance(node, torch.fx.Node) else node
 
 
+def _gather_shape(data, indices, axis: int, mode) -> list[int]:
+    if mode == trt.GatherMode.ELEMENT:
+        return list(indices.shape)
+    return list(data.shape[:axis]) + list(indices.shape) + list(data.shape[axis + 1:])
+
+
 def gather(ctx, data, indices, axis: int, mode=None):
+    """A GatherLayer; empty ``indices`` give an empty slice of ``data`` instead (TensorRT
+    cannot infer the shape of a gather with no indices)."""
+    if mode in (None, trt.GatherMode.ELEMENT) and 0 in tuple(indices.shape):
+        shape = _gather_shape(data, indices, axis, mode)
+        if all(d >= 0 for d in shape) and all(d >= 0 for d in data.shape):
+            rank = len(data.shape)
+            empty = D.slice_nd(ctx, data, [0] * rank, [0] * rank, [1] * rank)
+            return D.reshape(ctx, empty, shape)
     layer = ctx.net.add_gather(data, indices, axis)
     if mode is not None:
         layer.mode = mode

@@ -106,7 +106,9 @@ def flip(ctx, input, dims):
     rank = len(input.shape)
     flipped = {helpers.normalize_dim(d, rank) for d in dims}
     sizes = D.dims_of(ctx, input)
-    start = [D.dim_op(ctx, "sub", s, 1) if i in flipped else 0 for i, s in enumerate(sizes)]
+    # an empty dim starts at 0, not -1 (TensorRT rejects negative starts)
+    start = [D.dim_op(ctx, "max", D.dim_op(ctx, "sub", s, 1), 0) if i in flipped else 0
+             for i, s in enumerate(sizes)]
     stride = [-1 if i in flipped else 1 for i in range(rank)]
     return D.slice_nd(ctx, input, start, sizes, stride)
 
