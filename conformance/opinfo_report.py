@@ -63,7 +63,8 @@ def _line(name: str, s: dict) -> str:
 def render(cells: dict[str, dict], title: str) -> str:
     summary = summarize(cells)
     head = ["| | cells | not converted | not exported/skipped | converted | passed | "
-            "mismatch / compile error / run error / harness error | of which strict xfail | pass rate |",
+            "mismatch / compile error / run error / harness error | of which strict xfail | "
+            "pass rate |",
             "|---|---|---|---|---|---|---|---|---|"]
     lines = [f"# {title}", "", *head, _line("all", summary["overall"])]
     lines += [_line(d, s) for d, s in summary["per_dtype"].items()]
