@@ -28,6 +28,7 @@ from .lowering.routes import node_by_node, whole_program
 from .partitioning import TENSORRT, TORCH, partition, stitch, support_report
 from .partitioning.hierarchical import wrap_backend_segment
 from .partitioning.stitch import segment_name
+from .partitioning.upcast import upcast_missing_kernels
 from .report import CompileReport, EngineRecord
 from .runtime.module import EngineModule, choose_executor
 from .settings import CompilationSettings
@@ -143,6 +144,9 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             name = segment_name(i, seg)
             setattr(stitched, name, wrap_backend_segment(name, getattr(stitched, name),
                                                          seg.target))
+        if seg.target == TORCH:
+            _upcast(segment_name(i, seg), getattr(stitched, segment_name(i, seg)), settings,
+                    device, report)
         if seg.target != TENSORRT:
             continue
         name = segment_name(i, seg)
@@ -152,6 +156,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
         engine = _compile_segment(name, submodule, ranges, settings, registry, report, executor,
                                   cache)
         if engine is None:
+            _upcast(name, submodule, settings, device, report)
             continue
         setattr(stitched, name, EngineModule(engine, executor, name))
         report.engines.append(EngineRecord(
@@ -161,6 +166,16 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
     stitched.compile_report = report
     stitched.partition_result = result
     return stitched
+
+
+def _upcast(name: str, segment: GraphModule, settings: CompilationSettings,
+            device: torch.device, report: CompileReport) -> None:
+    """In a half-precision compile, a PyTorch segment's nodes whose ops have no fp16/bf16
+    kernel on ``device`` run in float32 (``upcast_missing_kernels``); the report says so."""
+    if settings.precision != "fp32":
+        lines = upcast_missing_kernels(segment, device)
+        if lines:
+            report.upcasts[name] = lines
 
 
 def _progress(settings: CompilationSettings):

@@ -35,6 +35,8 @@ class CompileReport:
     support: dict[str, Any] = field(default_factory=dict)
     engines: list[EngineRecord] = field(default_factory=list)
     fallbacks: dict[str, str] = field(default_factory=dict)  # segment -> why it runs in torch
+    # PyTorch segment -> its nodes that run in float32 (no fp16/bf16 kernel on the device)
+    upcasts: dict[str, list[str]] = field(default_factory=dict)
     # "node by node", or why the program was retraced whole (see compiler.lower_program)
     lowering: str = ""
     peak_rss_bytes: int | None = None
@@ -71,7 +73,7 @@ class CompileReport:
         return {"settings": self.settings, "phases": self.phases,
                 "phases_cpu": self.phases_cpu, "partition": self.partition,
                 "support": self.support, "engines": [e.__dict__ for e in self.engines],
-                "fallbacks": self.fallbacks, "lowering": self.lowering,
+                "fallbacks": self.fallbacks, "upcasts": self.upcasts, "lowering": self.lowering,
                 "peak_rss_bytes": self.peak_rss_bytes,
                 "counts": self.counts}
 
@@ -102,4 +104,6 @@ class CompileReport:
                          f"{built}, executor={e.executor}")
         for name, why in self.fallbacks.items():
             lines.append(f"  {name}: fell back to PyTorch -- {why}")
+        for name, nodes in self.upcasts.items():
+            lines.extend(f"  {name}: {line}" for line in nodes)
         return "\n".join(lines)
