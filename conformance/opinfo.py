@@ -168,6 +168,11 @@ def _clone(tensors):
     return tuple(t.clone() for t in tensors)
 
 
+def _comparable(t: torch.Tensor) -> torch.Tensor:
+    t = t.to_dense() if t.layout != torch.strided else t
+    return torch.view_as_real(t.to(torch.complex64)) if t.is_complex() else t
+
+
 def _equal(a, b) -> bool:
     fa, fb = tree_flatten(a)[0], tree_flatten(b)[0]
     if len(fa) != len(fb):
@@ -175,7 +180,10 @@ def _equal(a, b) -> bool:
     for x, y in zip(fa, fb):
         if isinstance(x, torch.Tensor) != isinstance(y, torch.Tensor):
             return False
-        if isinstance(x, torch.Tensor) and (x.shape != y.shape or x.dtype != y.dtype or not (
+        if not isinstance(x, torch.Tensor):
+            continue
+        x, y = _comparable(x), _comparable(y)
+        if (x.shape != y.shape or x.dtype != y.dtype or not (
                 torch.equal(x, y) or bool(((x == y) | ((x != x) & (y != y))).all()))):
             return False
     return True
