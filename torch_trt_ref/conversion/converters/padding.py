@@ -1,6 +1,6 @@
 """Padding converters. Every padding mode is one ISliceLayer that starts at -pre and reads
 past the edges: FILL mode for constant padding, REFLECT for reflection, CLAMP for
-replication and WRAP for circular padding. Negative pads crop."""
+replication and WRAP for circular padding. Negative pads crop (see ``pad_slice``)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,12 @@ MODE = trt.SampleMode
 
 
 def pad_slice(ctx, x, pad, mode, fill=None):
-    """``pad`` lists (pre, post) pairs from the last dim backwards, as in torch. Negative
-    pads crop first, so the edge modes see the cropped tensor (as torch does)."""
-    if any(p < 0 for p in pad) and any(p > 0 for p in pad) and mode != MODE.FILL:
+    """``pad`` lists (pre, post) pairs from the last dim backwards, as in torch. With
+    negative pads, circular padding wraps around the cropped tensor while reflection and
+    replication index the whole input (F.pad(arange(6), (-2, 3)) is [2, 3, 4, 5, 2, 3, 4]
+    circular, [2, 3, 4, 5, 4, 3, 2] reflect, [2, 3, 4, 5, 5, 5, 5] replicate): one slice
+    starting at -pre does the latter."""
+    if any(p < 0 for p in pad) and any(p > 0 for p in pad) and mode == MODE.WRAP:
         x = pad_slice(ctx, x, [min(p, 0) for p in pad], None)
         pad = [max(p, 0) for p in pad]
     sizes = D.dims_of(ctx, x)

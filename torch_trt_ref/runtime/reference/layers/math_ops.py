@@ -3,6 +3,8 @@ reduce, softmax, matrix multiply, top-k, cumulative."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -88,11 +90,29 @@ def _reduce_prod(x, dims, keep):
     return x if keep else x.squeeze(tuple(dims)) if dims else x
 
 
+# Note [empty max/min]
+# torch's amax/amin refuse a reduction over an empty dim. TensorRT builds such a reduce and
+# does not document its values; we give the reduction's identity (-inf for MAX, +inf for
+# MIN, the dtype's extremes for ints), as numpy's ``initial`` would. Converters only reach
+# this on empty tensors, where the result is empty or masked out.
+def _extreme(largest: bool):
+    def run(x, d, k):
+        if all(x.shape[i] for i in d):
+            return x.amax(d, keepdim=k) if largest else x.amin(d, keepdim=k)
+        info = torch.finfo(x.dtype) if x.is_floating_point() else torch.iinfo(x.dtype)
+        fill = (-math.inf if largest else math.inf) if x.is_floating_point() else (
+            info.min if largest else info.max)
+        shape = [1 if i in d else n for i, n in enumerate(x.shape)]
+        out = torch.full(shape, fill, dtype=x.dtype, device=x.device)
+        return out if k else out.squeeze(tuple(d))
+    return run
+
+
 _REDUCE = {
     "SUM": lambda x, d, k: x.sum(d, keepdim=k),
     "AVG": lambda x, d, k: x.mean(d, keepdim=k),
-    "MAX": lambda x, d, k: x.amax(d, keepdim=k),
-    "MIN": lambda x, d, k: x.amin(d, keepdim=k),
+    "MAX": _extreme(True),
+    "MIN": _extreme(False),
     "PROD": _reduce_prod,
 }
 

@@ -3,6 +3,8 @@ shuffle, shape, concatenation, slice, gather, select, fill, padding."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..registry import reference_layer
@@ -126,13 +128,15 @@ def gather(inputs, axis, mode, num_elementwise_dims):
         nb = num_elementwise_dims
         batch = data.shape[:nb]
         k = indices.shape[-1]
-        flat_idx = indices.reshape(-1, *indices.shape[nb:])
-        flat_data = data.reshape(-1, *data.shape[nb:])
+        n = math.prod(batch)  # explicit: -1 is ambiguous for empty tensors
+        flat_idx = indices.reshape(n, *indices.shape[nb:])
+        flat_data = data.reshape(n, *data.shape[nb:])
         outs = []
-        for b in range(flat_data.shape[0]):
+        for b in range(n):
             idx = flat_idx[b]
             outs.append(flat_data[b][tuple(idx[..., i] for i in range(k))])
-        out = torch.stack(outs) if outs else flat_data[:0]
+        each = tuple(indices.shape[nb:-1]) + tuple(data.shape[nb + k:])
+        out = torch.stack(outs) if outs else data.new_empty((0, *each))
         return (out.reshape(*batch, *out.shape[1:]),)
     if num_elementwise_dims:
         raise NotImplementedError("DEFAULT gather with elementwise dims")
