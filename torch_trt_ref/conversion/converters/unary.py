@@ -11,7 +11,16 @@ import torch
 from .. import helpers
 from .._trt_ops import EW, UN
 from ..registry import converter
-from .elementwise import binary, is_negative, opmath, plain_dtypes, tensor, trunc, unary
+from .elementwise import (
+    binary,
+    is_negative,
+    opmath,
+    plain_dtypes,
+    select,
+    tensor,
+    trunc,
+    unary,
+)
 
 aten = torch.ops.aten
 
@@ -30,12 +39,35 @@ def _scaled_log(scale: float) -> Callable:
     return lambda ctx, x: binary(ctx, EW.PROD, unary(ctx, UN.LOG, x), scale, helpers.dtype_of(x))
 
 
+# Note [log1p and expm1]
+# log(1 + x) and exp(x) - 1 lose every digit of a tiny x (log1p(1e-7) in fp32 is off by
+# 10%). Kahan's corrections recover them from the rounded u = 1 + x (u = exp(x)):
+#   log1p(x) = x                    where u == 1, else log(u) * x / (u - 1)
+#   expm1(x) = x                    where u == 1, else (u - 1) * x / log(u)
+# and where u is inf the plain formula's inf is kept (the correction would be inf / inf).
+def _corrected(ctx, x, u, plain, ratio):
+    dtype = helpers.dtype_of(x)
+    fixed = binary(ctx, EW.PROD, ratio, x, dtype)
+    out = select(ctx, binary(ctx, EW.EQUAL, u, 1, dtype), x, fixed)
+    return select(ctx, unary(ctx, UN.ISINF, u), plain, out)
+
+
 def _expm1(ctx, x):
-    return binary(ctx, EW.SUB, unary(ctx, UN.EXP, x), 1, helpers.dtype_of(x))
+    dtype = helpers.dtype_of(x)
+    u = unary(ctx, UN.EXP, x)
+    plain = binary(ctx, EW.SUB, u, 1, dtype)
+    ratio = binary(ctx, EW.DIV, plain, unary(ctx, UN.LOG, u), dtype)
+    out = _corrected(ctx, x, u, plain, ratio)
+    return select(ctx, binary(ctx, EW.EQUAL, plain, -1, dtype), plain, out)  # exp(x) == 0
 
 
 def _log1p(ctx, x):
-    return unary(ctx, UN.LOG, binary(ctx, EW.SUM, x, 1, helpers.dtype_of(x)))
+    dtype = helpers.dtype_of(x)
+    u = binary(ctx, EW.SUM, x, 1, dtype)
+    plain = unary(ctx, UN.LOG, u)
+    ratio = binary(ctx, EW.DIV, plain, binary(ctx, EW.SUB, u, 1, dtype), dtype)
+    out = _corrected(ctx, x, u, plain, ratio)
+    return select(ctx, binary(ctx, EW.EQUAL, u, 0, dtype), plain, out)  # log1p(-1) = -inf
 
 
 def _exp2(ctx, x):
