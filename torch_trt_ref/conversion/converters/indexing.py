@@ -68,6 +68,8 @@ def index_select(ctx, input, dim, index):
     index = helpers.itensor(ctx, index)
     if len(index.shape) == 0:
         index = D.reshape(ctx, index, [1])
+    if len(input.shape) == 0:  # a 0-d input selects from itself: gather as (1,), back to 0-d
+        return D.reshape(ctx, gather(ctx, D.reshape(ctx, input, [1]), index, 0), [])
     return gather(ctx, input, index, helpers.normalize_dim(dim, len(input.shape)))
 
 
