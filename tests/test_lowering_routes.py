@@ -5,48 +5,17 @@ q, k and v of every sdpa call while all tests stayed green: issue 15.)"""
 
 from __future__ import annotations
 
-import operator
-from collections import Counter
-
 import pytest
-import torch
 
 from torch_trt_ref.capture import capture
 from torch_trt_ref.lowering import decomposition_table
 from torch_trt_ref.lowering.decompositions import NotLocallyLowerable
-from torch_trt_ref.lowering.routes import node_by_node, whole_program
+from torch_trt_ref.lowering.routes import assert_routes_agree, node_by_node
 from torch_trt_ref.settings import CompilationSettings
 from zoo.registry import ZOO
 
-TABLE = decomposition_table(CompilationSettings())
-
-# Size arithmetic (sym_size, SymInt products) is traced differently by the two routes (the
-# fast route traces a node's shape expressions where it meets them); the tensor ops must
-# be the same.
-SIZE_OPS = {torch.ops.aten.sym_size.int, torch.ops.aten.sym_numel.default,
-            torch.ops.aten.sym_stride.int}
-
-
-def histogram(gm: torch.fx.GraphModule) -> Counter:
-    return Counter(str(n.target) for n in gm.graph.nodes if n.op == "call_function"
-                   and n.target not in SIZE_OPS and isinstance(n.target, torch._ops.OpOverload)
-                   or n.target is operator.getitem)
-
-
-def check_routes(ep, args, kwargs) -> None:
-    fast = node_by_node(ep, TABLE)
-    fast.recompile()
-    slow = whole_program(ep, TABLE)
-    fast_ops, slow_ops = histogram(fast), histogram(slow)
-    assert fast_ops == slow_ops, (
-        f"op histograms differ: only node by node {dict(fast_ops - slow_ops)}, only "
-        f"run_decompositions {dict(slow_ops - fast_ops)}")
-    with torch.no_grad():
-        got, want = fast(*args, **kwargs), slow(*args, **kwargs)
-    got, want = torch.utils._pytree.tree_leaves(got), torch.utils._pytree.tree_leaves(want)
-    assert len(got) == len(want)
-    for g, w in zip(got, want):
-        torch.testing.assert_close(g, w)  # fp32 rounding: rtol 1.3e-6, atol 1e-5
+SETTINGS = CompilationSettings()
+TABLE = decomposition_table(SETTINGS)
 
 
 def _cases():
@@ -73,4 +42,4 @@ def test_node_by_node_lowering_equals_run_decompositions_on_zoo_model(name, dyna
             return  # run at a size other than the traced one
         args = tuple(a.example() for a in spec_args)
         kwargs = {k: v.example() for k, v in spec_kwargs.items()}
-    check_routes(ep, args, kwargs)
+    assert_routes_agree(ep, SETTINGS, args, kwargs)

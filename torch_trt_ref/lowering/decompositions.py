@@ -4,6 +4,7 @@ ones, adjustable through ``enabled_decompositions`` / ``disabled_decompositions`
 from __future__ import annotations
 
 import functools
+import operator
 from contextlib import contextmanager
 from typing import Callable
 
@@ -136,6 +137,8 @@ def _needs_decomposition(op, table: dict) -> bool:
     run_decompositions always decomposes these)."""
     if not isinstance(op, torch._ops.OpOverload) or op in NEVER_DECOMPOSE:
         return False
+    if op._schema.is_mutable:  # functionalized first (fill_ -> fill), as run_decompositions
+        return False
     if op in table:
         return True
     return (torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd")
@@ -151,6 +154,11 @@ def decompose_locally(gm: torch.fx.GraphModule, table: dict) -> int:
     number of nodes decomposed. Raises NotLocallyLowerable for higher-order ops (their
     subgraphs would need lowering too) or a node that cannot be traced; callers then use
     ``ExportedProgram.run_decompositions``."""
+    # In-place ops stay out of the table: a decomposition that writes in place (a
+    # composite's ``fill_``) keeps the write, which ``functionalize_inplace`` turns into the
+    # functional op (``fill``) before that is decomposed (``full_like``), the order in
+    # which run_decompositions functionalizes and decomposes.
+    table = {op: fn for op, fn in table.items() if not op._schema.is_mutable}
     try:
         with preserve_composites(table):
             return _decompose_nodes(gm, table)
@@ -168,18 +176,32 @@ def _decompose_nodes(gm: torch.fx.GraphModule, table: dict) -> int:
     if hops:
         raise NotLocallyLowerable(f"higher-order ops {sorted(hops)} (control flow, no_grad or "
                                   "autocast regions: their subgraphs need lowering too)")
-    nodes = [n for n in gm.graph.nodes
-             if n.op == "call_function" and _needs_decomposition(n.target, table)]
     traced: dict = {}  # repeated layers decompose identical nodes: trace each once
-    for node in nodes:
-        try:
-            _decompose_node(gm, node, table, fake_mode, traced)
-        except NotLocallyLowerable:
-            raise
-        except Exception as err:
-            raise NotLocallyLowerable(f"{node.name} ({node.target}): {err}") from err
+    total = 0
+    # A decomposition may emit ops the table decomposes further (a composite's C++ kernel
+    # calls clamp_min, which the table turns into clamp): repeat until none is left, as
+    # run_decompositions leaves none.
+    for _ in range(_MAX_ROUNDS):
+        nodes = [n for n in gm.graph.nodes
+                 if n.op == "call_function" and _needs_decomposition(n.target, table)]
+        if not nodes:
+            break
+        for node in nodes:
+            try:
+                _decompose_node(gm, node, table, fake_mode, traced)
+            except NotLocallyLowerable:
+                raise
+            except Exception as err:
+                raise NotLocallyLowerable(f"{node.name} ({node.target}): {err}") from err
+        total += len(nodes)
+    else:
+        raise NotLocallyLowerable(f"decompositions still left ops to decompose after "
+                                  f"{_MAX_ROUNDS} rounds")
     gm.graph.eliminate_dead_code()
-    return len(nodes)
+    return total
+
+
+_MAX_ROUNDS = 8
 
 
 def _signature(node: torch.fx.Node, inputs: list, position: dict):
@@ -197,6 +219,7 @@ def _signature(node: torch.fx.Node, inputs: list, position: dict):
 
 def _decompose_node(gm: torch.fx.GraphModule, node: torch.fx.Node, table: dict,
                     fake_mode, traced: dict) -> None:
+    from torch._dispatch.python import enable_python_dispatcher
     from torch.fx.experimental.proxy_tensor import make_fx
 
     inputs = node.all_input_nodes
@@ -222,7 +245,10 @@ def _decompose_node(gm: torch.fx.GraphModule, node: torch.fx.Node, table: dict,
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: values[position[n]])
         return decomposition(*args, **kwargs)
 
-    with fake_mode:
+    # The Python dispatcher, as run_decompositions uses: composites then take their
+    # Python decompositions (margin_ranking_loss -> clamp) instead of their C++ kernels
+    # (-> clamp_min), so both routes give the same ops.
+    with fake_mode, enable_python_dispatcher():
         sub = make_fx(call, decomposition_table=table, tracing_mode="real")(*values)
     if key is not None:
         traced[key] = sub
@@ -264,13 +290,33 @@ def _inline(gm: torch.fx.GraphModule, node: torch.fx.Node, sub: torch.fx.GraphMo
                 env[n].meta = {**node.meta, **n.meta}
                 if "val" in n.meta:
                     env[n].meta["val"] = _fresh(n.meta["val"], fake_mode)
-    if isinstance(result, (tuple, list)):
-        for user in list(node.users):
-            if user.target.__name__ == "getitem":
-                user.replace_all_uses_with(result[user.args[1]])
-                gm.graph.erase_node(user)
-        if node.users:
-            raise NotLocallyLowerable(f"{node.name}: tuple output used directly")
-    else:
-        node.replace_all_uses_with(result)
+    _replace_uses(gm, node, _unwrap_tuple_maker(gm, result))
     gm.graph.erase_node(node)
+
+
+def _replace_uses(gm: torch.fx.GraphModule, node: torch.fx.Node, result) -> None:
+    """Point ``node``'s users at ``result``; for a tuple or list result (nested, as in
+    ``(hist, [edges...])``) each ``getitem`` user takes its item."""
+    if not isinstance(result, (tuple, list)):
+        node.replace_all_uses_with(result)
+        return
+    for user in list(node.users):
+        if user.op == "call_function" and user.target is operator.getitem:
+            _replace_uses(gm, user, result[user.args[1]])
+            gm.graph.erase_node(user)
+    if node.users:
+        raise NotLocallyLowerable(f"{node.name}: tuple output used directly")
+
+
+def _unwrap_tuple_maker(gm: torch.fx.GraphModule, result):
+    """A decomposition returning a named tuple (``std_mean`` -> ``return_types.std_mean``)
+    is traced as a call of the tuple's constructor, a node no converter takes; its items
+    are the constructor's arguments."""
+    if (isinstance(result, torch.fx.Node) and result.op == "call_function"
+            and isinstance(result.target, type) and issubclass(result.target, tuple)
+            and not result.kwargs):
+        items = tuple(result.args[0]) if len(result.args) == 1 else result.args
+        if not result.users:
+            gm.graph.erase_node(result)
+        return items
+    return result

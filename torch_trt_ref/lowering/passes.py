@@ -335,7 +335,7 @@ def functionalize_inplace(gm: GraphModule) -> GraphModule:
                                            (base, updated[view], *view.args[1:]), node,
                                            view.kwargs)
         for new in (*bases[1:], *updated.values()):
-            order[new] = order[node]
+            order.setdefault(new, order[node])
         node.replace_all_uses_with(updated[chain[-1]])
         for value, new in updated.items():
             for user in list(value.users):
