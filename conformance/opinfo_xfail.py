@@ -15,7 +15,14 @@ _SOFT_MARGIN_FP16 = (
     "(computed in fp32 by the decomposition) is finite and close to float64, but the float64 "
     "rule requires the compiled result to overflow where eager does")
 
+_MHA_DROPOUT = (
+    "training=True, dropout_p=0.5: eager applies dropout (the OpInfo fixes the seed) but "
+    "lowering removes aten.dropout (inference semantics), so the compiled result has no "
+    "dropout; needs dropout with train=True kept in PyTorch by lowering")
+
 XFAIL: dict[str, str] = {
+    **{f"nn.functional.multi_head_attention_forward-{d}-s{i}": _MHA_DROPOUT
+       for d in ("fp32", "fp16", "bf16") for i in (1, 3, 5)},
     **{f"nn.functional.scaled_dot_product_attention-{d}-s{i}": _SDPA_DROPOUT
        for d in ("fp32", "fp16", "bf16") for i in (2, 3)},
     **{f"torch.ops.aten._scaled_dot_product_flash_attention_for_cpu-{d}-s{i}": _FLASH_LSE
