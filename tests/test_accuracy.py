@@ -97,6 +97,17 @@ def test_overflow_in_eager_must_be_reproduced():
     assert not clamped.passed and "overflow" in clamped.message
 
 
+def test_a_compiled_result_finite_where_eager_overflowed_passes_when_close_to_float64():
+    # eager fp16 overflowed in an intermediate step (inf) where the float64 result, 60000,
+    # is representable: a compile that kept that step in fp32 gives 60000 (within 3 ulps
+    # of fp16, 3 * 2**-10 * 60000 = 176), a wrong one 59000
+    reference = torch.tensor([60000.0, 1.0], dtype=torch.float64)
+    eager = torch.tensor([math.inf, 1.0], dtype=torch.float16)
+    assert judge(torch.tensor([60000.0, 1.0], dtype=torch.float16), eager, reference).passed
+    assert not judge(torch.tensor([59000.0, 1.0], dtype=torch.float16), eager,
+                     reference).passed
+
+
 def test_structure_mismatches_fail_with_a_message():
     x = torch.ones(2, 3)
     assert "returned 1 tensors, eager 2" in judge(x, (x, x), (x.double(), x.double())).message

@@ -96,6 +96,17 @@ class Verdict:
                 "outputs": [asdict(o) for o in self.outputs]}
 
 
+def _overflow_ok(c: torch.Tensor, e: torch.Tensor, r: torch.Tensor, dtype) -> bool:
+    """Where eager overflows in its precision but float64 does not, a compiled element
+    passes when it overflows the same way, or when it is finite and within K_SMALL ulps
+    of float64 (a compile that kept the overflowing step in fp32 is more accurate than
+    eager, not wrong)."""
+    c, e = c.double(), e.double()
+    same = (c == e) | (torch.isnan(c) & torch.isnan(e))
+    close = torch.isfinite(c) & ((c - r).abs() <= K_SMALL * _eps(dtype) * r.abs())
+    return bool((same | close).all())
+
+
 def tensors(value) -> list[torch.Tensor]:
     """The tensors of a (nested) output, in pytree order (transformers ModelOutput too)."""
     return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
@@ -142,11 +153,11 @@ def judge(compiled, eager, reference64) -> Verdict:
                                 f"{e.dtype} elements differ from eager")
             continue
         broke = torch.isfinite(r) & ~torch.isfinite(e)
-        if broke.any():  # eager overflows in this precision: the compiled result must too
-            if not _same_nonfinite(c[broke].double(), e[broke].double()):
-                messages.append(f"output {i}: differs from eager where eager {e.dtype} is "
-                                "not finite (overflow) but float64 is")
-            c, e, r = c[~broke], e[~broke], r[~broke]
+        if broke.any() and not _overflow_ok(c[broke], e[broke], r[broke], e.dtype):
+            messages.append(f"output {i}: where eager {e.dtype} is not finite (overflow) but "
+                            "float64 is, the compiled result neither equals eager nor is "
+                            "within 3 ulps of float64")
+        c, e, r = c[~broke], e[~broke], r[~broke]
         compiled_rmse, eager_rmse = rmse(c, r), rmse(e, r)
         limit = allowed(eager_rmse, r, e.dtype)
         ok = not math.isnan(compiled_rmse) and compiled_rmse <= limit and not (

@@ -14,14 +14,17 @@ aten = torch.ops.aten
 
 NOOP_OPS = {aten.detach.default, aten.alias.default, aten.lift_fresh_copy.default,
             aten.dropout.default, aten.feature_dropout.default, aten.alpha_dropout.default}
+DROPOUT_OPS = {aten.dropout.default, aten.feature_dropout.default,
+               aten.alpha_dropout.default, aten.native_dropout.default}
 ASSERT_OPS = {aten._assert_async.msg, aten._assert_scalar.default,
               aten.sym_constrain_range_for_size.default, aten.sym_constrain_range.default,
               aten._assert_tensor_metadata.default}
 
 
 def remove_noops(gm: GraphModule, settings: CompilationSettings) -> GraphModule:
-    """Drop inference no-ops: detach, alias, dropout in eval, and dtype casts that do not
-    change the dtype. (``clone`` stays: in a PyTorch segment it makes a tensor contiguous
+    """Drop inference no-ops: detach, alias, dropout in eval (``train=False``; an explicit
+    training-mode dropout stays and runs in PyTorch), and dtype casts that do not change
+    the dtype. (``clone`` stays: in a PyTorch segment it makes a tensor contiguous
     for a later ``view``; in TensorRT its converter is an identity.)
 
     Before: ``y = aten.detach(x); z = aten.dropout(y, 0.1, False); out = relu(z)``
@@ -31,6 +34,8 @@ def remove_noops(gm: GraphModule, settings: CompilationSettings) -> GraphModule:
             continue
         is_copy = node.target == aten._to_copy.default and _same_meta(node) and set(
             node.kwargs) <= {"dtype", "device", "layout"}
+        if node.target in DROPOUT_OPS and _trains(node):
+            continue  # dropout asked for explicitly (training=True) stays: it is random
         if node.target in NOOP_OPS or is_copy:
             node.replace_all_uses_with(node.args[0])
             gm.graph.erase_node(node)
@@ -42,6 +47,15 @@ def remove_noops(gm: GraphModule, settings: CompilationSettings) -> GraphModule:
             if not node.users:
                 gm.graph.erase_node(node)
     return gm
+
+
+def _trains(node: Node) -> bool:
+    """Whether a dropout node runs in training mode (its ``train`` argument is not False):
+    ``F.dropout(x, p, training=True)`` in an eval model (Monte Carlo dropout) must still
+    drop, so it is not a no-op."""
+    train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", True)
+    p = node.args[1] if len(node.args) > 1 else node.kwargs.get("p", 0.5)
+    return train is not False and p != 0
 
 
 def _same_meta(node: Node) -> bool:
