@@ -245,3 +245,20 @@ def test_a_pass_that_leaves_an_invalid_graph_is_named():
     gm = lower_program(capture(Net(), (torch.randn(2, 4),)), CompilationSettings())
     with pytest.raises(RuntimeError, match="lowering pass breaks_the_graph left an invalid"):
         lower(gm, CompilationSettings(), passes=[breaks_the_graph])
+
+
+class MonteCarloDropout(torch.nn.Module):
+    def forward(self, x):
+        return torch.nn.functional.dropout(torch.relu(x) + 1, 0.5, training=True) * 2
+
+
+def test_dropout_asked_for_in_training_mode_is_kept_and_runs_in_pytorch():
+    """An eval model that calls dropout with training=True (Monte Carlo dropout) must still
+    drop: lowering once removed it as a no-op and the compile returned no zeros at all."""
+    import torch_trt_ref
+
+    x = torch.randn(64, 64)
+    compiled = torch_trt_ref.compile(MonteCarloDropout().eval(), (x,), min_block_size=1)
+    assert "aten.native_dropout.default" in compiled.compile_report.support["unsupported"]
+    dropped = float((compiled(x) == 0).float().mean())  # relu(x) + 1 > 0 everywhere
+    assert 0.4 < dropped < 0.6  # p = 0.5 over 4096 elements: 0.5 +- 0.008 (1 sigma)
