@@ -9,8 +9,8 @@ import os
 
 import pytest
 import torch
-from torch.utils._pytree import tree_flatten, tree_unflatten
 
+from conformance.opinfo import OpCall
 from torch_trt_ref.capture import export_program
 from torch_trt_ref.lowering import decomposition_table
 from torch_trt_ref.lowering.decompositions import NotLocallyLowerable, _needs_decomposition
@@ -58,35 +58,14 @@ def _opinfos():
 OPINFOS = {f"{o.name}.{o.variant_test_name}".rstrip("."): o for o in _opinfos()}
 
 
-class OneCall(torch.nn.Module):
-    """``op(sample.input, *sample.args, **sample.kwargs)`` with the sample's tensors as
-    inputs and everything else constant."""
-
-    def __init__(self, op, sample):
-        super().__init__()
-        self.op = op
-        self.flat, self.spec = tree_flatten((sample.input, sample.args, sample.kwargs))
-        self.positions = [i for i, v in enumerate(self.flat) if isinstance(v, torch.Tensor)]
-
-    def tensors(self) -> list[torch.Tensor]:
-        return [self.flat[i] for i in self.positions]
-
-    def forward(self, *tensors):
-        flat = list(self.flat)
-        for i, t in zip(self.positions, tensors):
-            flat[i] = t
-        x, args, kwargs = tree_unflatten(flat, self.spec)
-        return self.op(x, *args, **kwargs)
-
-
 def _exported_samples(info):
     """(program, inputs) for up to SAMPLES_PER_OP samples whose captured graph has a node
     to decompose; samples torch.export cannot capture are passed over."""
     torch.manual_seed(0)
     found = []
     for sample in info.sample_inputs("cpu", torch.float32):
-        module = OneCall(info.op, sample)
-        inputs = module.tensors()
+        module = OpCall(info, sample)
+        inputs = list(module.example)
         if any(t.is_complex() or t.is_sparse for t in inputs):
             continue
         try:
