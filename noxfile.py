@@ -35,6 +35,10 @@ def conformance(session: nox.Session) -> None:
                 "--conformance-json", "out/conformance.json", *session.posargs)
     session.run("python", "-m", "conformance.report", "out/conformance.json",
                 "--markdown", "out/conformance.md")
+    # PyTorch's OpInfo samples, every OpInfo x dtype x sample (~30 min on 2 cores; CI runs
+    # the first sample of each converted cell through conformance/test_opinfo.py)
+    session.run("python", "-m", "conformance.opinfo_report", "--full", "-j", "2",
+                "--json", "out/opinfo.json", "--markdown", "out/opinfo.md")
 
 
 @nox.session
