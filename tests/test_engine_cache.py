@@ -118,6 +118,7 @@ def test_main_job_command_reuses_the_cache(tmp_path, capsys):
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert out.count("from the engine cache") == 2  # both TensorRT segments of the graph
+    assert "accuracy vs eager float64: RMSE" in out and "passes" in out
 
 
 def test_a_plan_still_being_written_is_not_an_entry(tmp_path):

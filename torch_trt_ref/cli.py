@@ -29,18 +29,32 @@ def _compile_command(args: argparse.Namespace) -> int:
         expected = model(*inputs, **kwargs)
         actual = compiled(*inputs, **kwargs)
     error = max_abs_error(actual, expected)
+    from torch_trt_ref.settings import PRECISION_DTYPES
+    from zoo.measure import float64_rule, references
+
+    tolerance = entry.tolerances.get(args.precision)
+    eager, eager64, notes = references(model, inputs, kwargs,
+                                       PRECISION_DTYPES[args.precision], expected)
+    accuracy = float64_rule(actual, eager, eager64, error, tolerance, notes)
     weights = entry.weight_bytes(model)
     print(f"model: {entry.name} ({weights / 2**20:.1f} MiB of fp32 weights), "
           f"precision {args.precision}, partitioner {args.partitioner}")
     print(report.render())
     print(f"executor: {', '.join(sorted(set(report.executors.values()))) or 'none'}")
-    tolerance = entry.tolerances.get(args.precision)
-    print(f"max abs error vs eager fp32: {error:.3g} (tolerance {tolerance})")
+    print(f"max abs error vs eager fp32: {error:.3g}")
+    if accuracy["rule"] == "float64":
+        print(f"accuracy vs eager float64: RMSE {accuracy['compiled_rmse']:.3g}, eager "
+              f"{args.precision} {accuracy['eager_rmse']:.3g} (ratio "
+              f"{accuracy['ratio']:.2f}, allowed {accuracy['allowed']:.3g}): "
+              + ("passes" if accuracy["passed"] else f"FAILS -- {accuracy['message']}"))
+    else:
+        print(f"accuracy: no float64 run ({'; '.join(accuracy['notes'])}): max abs error "
+              + ("within" if accuracy["passed"] else "OVER") + f" the tolerance {tolerance}")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"model": entry.name, "max_abs_error": error, **report.to_json()}, f,
-                      indent=1, default=str)
-    return 0 if tolerance is None or error <= tolerance else 1
+            json.dump({"model": entry.name, "max_abs_error": error, "accuracy": accuracy,
+                       **report.to_json()}, f, indent=1, default=str)
+    return 0 if accuracy["passed"] else 1
 
 
 def _settings(args: argparse.Namespace) -> dict:
