@@ -163,10 +163,6 @@ class OpCall(torch.nn.Module):
         return self.fn(inp, *args, **kwargs)
 
 
-def _float64(tensors):
-    return tuple(t.double() if t.is_floating_point() else t for t in tensors)
-
-
 def _clone(tensors):
     return tuple(t.clone() for t in tensors)
 
@@ -212,7 +208,7 @@ def run_cell(key: CellKey) -> Outcome:
 
 def _run_cell(key: CellKey) -> Outcome:
     import torch_trt_ref
-    from torch_trt_ref.accuracy import judge
+    from torch_trt_ref.accuracy import judge, to_float64
     from torch_trt_ref.compiler import SegmentCompilationError
     from torch_trt_ref.partitioning.driver import UnsupportedOperatorError
 
@@ -237,7 +233,7 @@ def _run_cell(key: CellKey) -> Outcome:
         return Outcome("skipped", "no tensor output")
     try:
         with torch.no_grad():
-            reference = module(*_float64(_clone(example)))
+            reference = module(*to_float64(_clone(example)))
     except Exception as err:
         return Outcome("skipped", f"float64 eager raised {type(err).__name__}: {err}")
     try:

@@ -173,8 +173,13 @@ def judge(compiled, eager, reference64) -> Verdict:
     return Verdict(outputs, not messages, "; ".join(messages))
 
 
+def cast_floats(value, dtype: torch.dtype):
+    """``value`` with every floating tensor cast to ``dtype`` (other leaves unchanged)."""
+    return torch.utils._pytree.tree_map(
+        lambda t: t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point() else t,
+        value)
+
+
 def to_float64(value):
     """``value`` with every floating tensor cast to float64 (inputs of the float64 run)."""
-    return torch.utils._pytree.tree_map(
-        lambda t: t.double() if isinstance(t, torch.Tensor) and t.is_floating_point() else t,
-        value)
+    return cast_floats(value, torch.float64)

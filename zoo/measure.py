@@ -12,14 +12,8 @@ import time
 from typing import Any, Callable
 
 import torch
-from torch.utils._pytree import tree_leaves, tree_map
 
-from torch_trt_ref.accuracy import judge
-
-
-def tensors(value: Any) -> list[torch.Tensor]:
-    """The tensors of a (nested) model output, in pytree order (ModelOutput included)."""
-    return [t for t in tree_leaves(value) if isinstance(t, torch.Tensor)]
+from torch_trt_ref.accuracy import cast_floats, judge, tensors
 
 
 def accuracy(reference: Any, result: Any) -> dict[str, Any]:
@@ -48,12 +42,6 @@ def accuracy(reference: Any, result: Any) -> dict[str, Any]:
     scale = max((float(t.abs().max()) for t in flat_ref if t.numel()), default=0.0)
     return {"max_abs_error": max_err, "cosine": cosine, "reference_max_abs": scale,
             "outputs": len(ref)}
-
-
-def cast_floats(value: Any, dtype: torch.dtype) -> Any:
-    """``value`` with every floating tensor cast to ``dtype`` (other leaves unchanged)."""
-    return tree_map(lambda t: t.to(dtype) if isinstance(t, torch.Tensor)
-                    and t.is_floating_point() else t, value)
 
 
 def run_cast(model: torch.nn.Module, args: tuple, kwargs: dict, dtype: torch.dtype,
