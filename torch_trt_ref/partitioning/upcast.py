@@ -34,11 +34,16 @@ _PROBED: dict[tuple, bool] = {}  # (op, arguments, device) -> lacks a kernel; fi
 def _lacks_kernel(node: Node, device: torch.device) -> bool:
     """Whether ``node``'s op raises "not implemented for 'Half'/'BFloat16'" on ``device``
     (any other error is not a missing kernel: a probe of clamped shapes may just not fit)."""
-    args, kwargs = torch.fx.node.map_arg(
-        (node.args, node.kwargs), lambda n: _probe(n.meta["val"], device)
-        if isinstance(n.meta.get("val"), torch.Tensor) else n.meta.get("val"))
-    key = (node.target, repr((args, kwargs)), str(device))
+    def describe(n: Node):  # the key: dtypes and ranks, not values (layers repeat)
+        val = n.meta.get("val")
+        return (val.dtype, val.dim()) if isinstance(val, torch.Tensor) else val
+
+    key = (node.target, repr(torch.fx.node.map_arg((node.args, node.kwargs), describe)),
+           str(device))
     if key not in _PROBED:
+        args, kwargs = torch.fx.node.map_arg(
+            (node.args, node.kwargs), lambda n: _probe(n.meta["val"], device)
+            if isinstance(n.meta.get("val"), torch.Tensor) else n.meta.get("val"))
         try:
             with torch.no_grad():
                 node.target(*args, **kwargs)
