@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from contextlib import contextmanager
 from typing import Iterator
 
 import torch
 from torch.export import Dim
 
 import torch_trt_ref
-from torch_trt_ref.accuracy import judge, tensors, to_float64
+from torch_trt_ref.accuracy import cast_floats, judge, tensors, to_float64
 from torch_trt_ref.capture import export_program
 from torch_trt_ref.settings import op_name
 
@@ -97,6 +98,21 @@ def _inputs(case: Case, dynamic: bool):
     return specs, dyn_shapes
 
 
+@contextmanager
+def _buffers_as(module: OneOp, dtype: torch.dtype, only: torch.dtype | None = None):
+    """While active, ``module``'s float buffers (those of dtype ``only``, if given) are
+    copies in ``dtype``; afterwards the originals are back."""
+    saved = dict(module.named_buffers())
+    for n, b in saved.items():
+        if b.is_floating_point() and (only is None or b.dtype == only):
+            setattr(module, n, b.to(dtype))
+    try:
+        yield
+    finally:
+        for n, b in saved.items():
+            setattr(module, n, b)
+
+
 def _eager(case: Case, module: OneOp, inputs: list[torch.Tensor], dtype: torch.dtype):
     try:
         return module(*inputs)
@@ -105,33 +121,21 @@ def _eager(case: Case, module: OneOp, inputs: list[torch.Tensor], dtype: torch.d
             raise
         # Eager CPU lacks some half kernels: compute in fp32 and round to the dtype.
         up = [x.float() if x.dtype == dtype else x for x in inputs]
-        saved = {n: b for n, b in module.named_buffers()}
-        for n, b in saved.items():
-            setattr(module, n, b.float() if b.dtype == dtype else b)
-        try:
+        with _buffers_as(module, torch.float32, only=dtype):
             out = module(*up)
-        finally:
-            for n, b in saved.items():
-                setattr(module, n, b)
-        return torch.utils._pytree.tree_map(
-            lambda t: t.to(dtype) if isinstance(t, torch.Tensor) and t.is_floating_point()
-            else t, out)
+        return cast_floats(out, dtype)
 
 
 def _eager64(module: OneOp, inputs: list[torch.Tensor]):
     """The op in float64: float weights and inputs cast to float64, and float64 as the
     default dtype so integer inputs promote to float64 too (int / int, sigmoid of an int)."""
-    saved = dict(module.named_buffers())
-    for n, b in saved.items():
-        setattr(module, n, b.double() if b.is_floating_point() else b)
     default = torch.get_default_dtype()
     torch.set_default_dtype(torch.float64)
     try:
-        return module(*to_float64(inputs))
+        with _buffers_as(module, torch.float64):
+            return module(*to_float64(inputs))
     finally:
         torch.set_default_dtype(default)
-        for n, b in saved.items():
-            setattr(module, n, b)
 
 
 def _structure(actual, expected, where: str) -> tuple[list, list]:
