@@ -140,16 +140,14 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
              if settings.cache_engines else None)
     n_trt = result.count(TENSORRT)
     for i, seg in enumerate(result.segments):
+        name = segment_name(i, seg)
         if seg.target not in (TENSORRT, TORCH):  # another backend of "hierarchical"
-            name = segment_name(i, seg)
             setattr(stitched, name, wrap_backend_segment(name, getattr(stitched, name),
                                                          seg.target))
         if seg.target == TORCH:
-            _upcast(segment_name(i, seg), getattr(stitched, segment_name(i, seg)), settings,
-                    device, report)
+            _upcast(name, getattr(stitched, name), settings, device, report)
         if seg.target != TENSORRT:
             continue
-        name = segment_name(i, seg)
         say(f"converting and building {name} ({len(report.engines) + len(report.fallbacks) + 1}"
             f"/{n_trt}, {seg.compute_size()} ops)")
         submodule = getattr(stitched, name)
