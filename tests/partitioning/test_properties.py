@@ -89,8 +89,8 @@ def test_partition_properties(strategy, ops, knob):
                                                          "<built-in function getitem>"}
     expected, actual = gm(*inputs), stitch(gm, result)(*inputs)  # (a)
     assert len(expected) == len(actual)
-    for e, a in zip(expected, actual):
-        assert torch.equal(e, a)
+    for e, a in zip(expected, actual):  # bit-exact, NaN where the unpartitioned graph has NaN
+        torch.testing.assert_close(a, e, rtol=0, atol=0, equal_nan=True)
 
 
 @PROPERTY
