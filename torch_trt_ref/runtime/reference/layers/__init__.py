@@ -1,4 +1,13 @@
 """Reference layer functions, one small function per TensorRT layer kind. Importing this
 package registers them all."""
 
-from . import index_ops, math_ops, nn_extra_ops, nn_ops, tensor_ops  # noqa: F401
+from . import (  # noqa: F401
+    attention_ops,
+    control_flow,
+    index_ops,
+    math_ops,
+    nn_extra_ops,
+    nn_ops,
+    quantize_ops,
+    tensor_ops,
+)
