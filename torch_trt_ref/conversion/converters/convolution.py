@@ -9,6 +9,7 @@ import torch
 
 from ..._trt import trt
 from .. import helpers
+from ..args import conv_params
 from ..registry import converter
 from ._nn_common import drop_dim, float_only, is_static, meta, node_args
 
@@ -28,15 +29,20 @@ def _conv_validator(node, settings) -> Optional[str]:
         return "unbatched convolution input is not supported"
     if not isinstance(x.shape[1], int) or not is_static(w.shape):
         return "convolution needs static channel and kernel dims"
+    try:
+        params = conv_params(args["stride"], args["padding"], args["dilation"],
+                             args["output_padding"], nd)
+    except ValueError as err:
+        return f"convolution arguments: {err}"
     if args["transposed"]:
         constant = all(not isinstance(a, torch.fx.Node) or a.op == "get_attr"
                        for a in (args["weight"], args["bias"]))
         if x.dtype == torch.bfloat16 and not constant:
             return ("bf16 transposed convolution with a non-constant weight crashes the "
                     "TensorRT-RTX builder (Myelin)")
-        if any(s > 1 for s in args["stride"]) and any(d > 1 for d in args["dilation"]):
+        if any(s > 1 for s in params["stride"]) and any(d > 1 for d in params["dilation"]):
             return "TensorRT-RTX does not support a deconvolution both strided and dilated"
-        if any(op > p for op, p in zip(args["output_padding"], args["padding"])):
+        if any(op > p for op, p in zip(params["output_padding"], params["padding"])):
             return "transposed convolution with output_padding > padding is not supported"
     return None
 
@@ -67,15 +73,15 @@ def convolution(ctx, input, weight, bias, stride, padding, dilation, transposed,
         return helpers.cast(ctx, out, dtype)
     nd = len(weight.shape) - 2
     ksize = list(weight.shape[2:])
-    stride, padding, dilation = list(stride), list(padding), list(dilation)
-    if len(stride) == 1 and nd > 1:  # aten allows a single value for every dim
-        stride, padding, dilation = stride * nd, padding * nd, dilation * nd
+    params = conv_params(stride, padding, dilation, output_padding, nd)
+    stride, padding, dilation = params["stride"], params["padding"], params["dilation"]
+    output_padding = params["output_padding"]
     x = input
     if nd == 1:  # TensorRT convolves 2 or 3 spatial dims: add a trailing unit dim
         x = helpers.insert_ones(ctx, x, len(x.shape))
         ksize, stride, padding, dilation = ksize + [1], stride + [1], padding + [0], \
             dilation + [1]
-        output_padding = list(output_padding) + [0]
+        output_padding = output_padding + [0]
     kernel, kernel_src, kernel_in = _operand(ctx, weight, dtype, list(weight.shape[:2]) + ksize)
     bias_w, bias_src, bias_in = _operand(ctx, bias, dtype)
     if transposed:

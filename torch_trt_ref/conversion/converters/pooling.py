@@ -3,13 +3,14 @@ divisor_override) onto IPoolingLayer, and adaptive avg/max pooling."""
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Optional
 
 import torch
 
 from ..._trt import trt
 from .. import helpers
 from .._trt_ops import EW, RED
+from ..args import per_dim, pool_params
 from ..registry import converter
 from ._nn_common import add_leading_one, drop_dim, extra_outputs_used, float_only, meta, node_args
 
@@ -23,21 +24,12 @@ POOL = trt.PoolingType
 # pooling ignores padding, and average pooling must then exclude it (see _avg_validator).
 
 
-def _per_dim(value, nd: int, default: Sequence[int]) -> list[int]:
-    if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
-        return list(default)
-    if isinstance(value, int):
-        return [value] * nd
-    value = list(value)
-    return value * nd if len(value) == 1 else value
-
-
 def _geometry(args: dict, nd: int):
-    """(kernel, stride, padding) lists of length nd from aten pooling arguments."""
-    kernel = _per_dim(args["kernel_size"], nd, ())
-    stride = _per_dim(args.get("stride"), nd, kernel)
-    padding = _per_dim(args.get("padding"), nd, [0] * nd)
-    return kernel, stride, padding
+    """(kernel, stride, padding) lists of length nd from aten pooling arguments, expanded
+    as ATen does (Note [ATen int lists])."""
+    p = pool_params(args["kernel_size"], args.get("stride"), args.get("padding", 0),
+                    args.get("dilation", 1), nd)
+    return p["kernel"], p["stride"], p["padding"]
 
 
 def _ceil_extra(spatial, kernel, stride, padding, ceil_mode: bool) -> Optional[list[int]]:
@@ -73,11 +65,14 @@ def _max_validator(nd: int):
         if reason:
             return reason
         args = node_args(node)
-        if any(d != 1 for d in _per_dim(args["dilation"], nd, [1] * nd)):
+        try:
+            kernel, stride, padding = _geometry(args, nd)
+        except ValueError as err:
+            return f"max pooling arguments: {err}"
+        if any(d != 1 for d in per_dim(args["dilation"], nd, "dilation")):
             return "TensorRT pooling has no dilation"
         if extra_outputs_used(node):
             return "the indices output of max pooling is not supported"
-        kernel, stride, padding = _geometry(args, nd)
         if _ceil_extra(meta(node.args[0]).shape[-nd:], kernel, stride, padding,
                        args["ceil_mode"]) is None:
             return "ceil_mode with dynamic spatial dims is not supported"
