@@ -1,0 +1,263 @@
+"""ONNX's backend node test cases as an oracle for the reference executor: each case's model
+is parsed into a TensorRT network by TensorRT's own ONNX parser, snapshotted, run on CPU
+and compared with the expected outputs ONNX ships (generated from the ``onnx`` package at
+run time; no data files)."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import onnx
+import onnx.numpy_helper
+import torch
+
+from torch_trt_ref._trt import make_logger, trt
+from torch_trt_ref.runtime.reference.executor import run_snapshot
+from torch_trt_ref.runtime.snapshot import NetworkSnapshot, take_snapshot
+
+# Outcomes of one case. "not parsed" cases are counted (the report lists them) but have
+# no network to run; the pass rate is over the parsed ones.
+PASSED, FAILED, ERROR, NOT_PARSED = "passed", "failed", "error", "not parsed"
+OUTCOMES = (PASSED, FAILED, ERROR, NOT_PARSED)
+
+# Note [ONNX tolerances]: the tolerances are ONNX's own. Every node TestCase carries
+# rtol=1e-3, atol=1e-7 (onnx/backend/test/case/node/__init__.py, `expect`), and the backend
+# runner compares with np.testing.assert_allclose(out, ref, rtol, atol) after asserting
+# equal shapes and dtypes, raising rtol to 2**-6 (two ulps) for bfloat16 outputs
+# (onnx/backend/test/runner/__init__.py, `assert_similar_outputs`). assert_allclose treats
+# NaN as equal to NaN and inf only as equal to the same inf, so NaN and inf positions must
+# match. Integer and bool outputs are compared exactly. float16 keeps rtol=1e-3 as ONNX
+# does (about one fp16 ulp).
+BF16_RTOL = 2.0 ** -6
+
+
+@dataclass
+class Outcome:
+    name: str
+    outcome: str  # one of OUTCOMES
+    reason: str = ""  # why not passed: parser error, mismatch, exception summary
+    kinds: dict[str, int] = field(default_factory=dict)  # TensorRT layer kind -> count
+    notes: list[str] = field(default_factory=list)  # dtype changes TensorRT made
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+@functools.lru_cache(maxsize=1)
+def cases() -> dict:
+    """ONNX's node test cases by name (``onnx.backend.test.case.node``), made at run time."""
+    import warnings
+
+    from onnx.backend.test.case.node import collect_testcases
+
+    with warnings.catch_warnings():  # several case generators overflow on purpose
+        warnings.simplefilter("ignore")
+        return {case.name: case for case in collect_testcases(None)}
+
+
+class ParseError(RuntimeError):
+    """TensorRT's ONNX parser rejected a model; the message is the parser's errors."""
+
+
+@contextlib.contextmanager
+def _quiet_native_output():
+    """The parser prints some diagnostics ("Unsupported ONNX data type") straight to the C
+    stdout/stderr; its errors are read back through ``get_error`` instead."""
+    saved = [os.dup(1), os.dup(2)]
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in (*saved, devnull):
+            os.close(fd)
+
+
+def _parser_errors(parser) -> str:
+    errors = []
+    for i in range(parser.num_errors):
+        e = parser.get_error(i)
+        where = f"node {e.node()} ({e.node_operator()})" if e.node() >= 0 else "model"
+        errors.append(f"{where}: {e.desc().strip().splitlines()[-1]}")
+    return "; ".join(errors) or "parser returned false without an error"
+
+
+def parse(model_bytes: bytes):
+    """TensorRT network of a serialized ONNX model, parsed by ``trt.OnnxParser``.
+    Returns ``(network, builder, parser)`` (the network lives as long as its builder)."""
+    logger = make_logger()
+    builder = trt.Builder(logger)
+    network = builder.create_network(0)  # tensorrt_rtx networks are strongly typed
+    parser = trt.OnnxParser(network, logger)
+    with _quiet_native_output():
+        ok = parser.parse(model_bytes)
+    if not ok:
+        raise ParseError(_parser_errors(parser))
+    return network, builder, parser
+
+
+def _array(value) -> np.ndarray:
+    """A case's input or expected output as a numpy array (some cases ship TensorProtos,
+    and numpy scalars for 0-d tensors)."""
+    if isinstance(value, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(value)
+    array = np.asarray(value)
+    return array if array.flags.c_contiguous else array.copy()
+
+
+def _torch(value) -> torch.Tensor:
+    """A case's array as a torch tensor: ml_dtypes' bfloat16 is viewed bit for bit;
+    unsigned types torch lacks are widened to int64; float8/4-bit types (no numpy
+    arithmetic) go through float32, which holds all their values."""
+    array = _array(value)
+    name = array.dtype.name
+    if name == "bfloat16":
+        return torch.from_numpy(array.view(np.uint16).copy()).view(torch.bfloat16)
+    if name in ("uint16", "uint32", "uint64"):
+        return torch.from_numpy(array.astype(np.int64))
+    if name.startswith(("float8", "float4", "int4", "uint4")):
+        return torch.from_numpy(array.astype(np.float32 if "float" in name else np.int8))
+    return torch.from_numpy(array.copy())
+
+
+def _category(dtype: torch.dtype) -> str:
+    return "bool" if dtype == torch.bool else "float" if dtype.is_floating_point else "int"
+
+
+def compare(name: str, expected: np.ndarray, actual: torch.Tensor, rtol: float,
+            atol: float) -> str | None:
+    """None when ``actual`` matches ONNX's ``expected`` under Note [ONNX tolerances],
+    else a one-line description of the first difference."""
+    if isinstance(expected, (list, tuple)) or expected is None:
+        return f"output {name}: ONNX expects a {type(expected).__name__}, not a tensor"
+    if _array(expected).dtype == object:
+        return f"output {name}: string outputs are not comparable"
+    ref = _torch(expected)
+    if tuple(actual.shape) != tuple(ref.shape):
+        return f"output {name}: shape {tuple(actual.shape)}, expected {tuple(ref.shape)}"
+    if _category(actual.dtype) != _category(ref.dtype):
+        return f"output {name}: dtype {actual.dtype}, expected {ref.dtype}"
+    if _category(ref.dtype) != "float":
+        wrong = actual.to(torch.int64) != ref.to(torch.int64)
+        if bool(wrong.any()):
+            return _first(name, wrong, actual, ref, "differ")
+        return None
+    a, r = actual.double(), ref.double()
+    if ref.dtype == torch.bfloat16 or actual.dtype == torch.bfloat16:
+        rtol = max(rtol, BF16_RTOL)
+    nan_wrong = a.isnan() != r.isnan()
+    if bool(nan_wrong.any()):
+        return _first(name, nan_wrong, actual, ref, "differ in NaN positions")
+    inf_wrong = (a.isinf() | r.isinf()) & (a != r)
+    if bool(inf_wrong.any()):
+        return _first(name, inf_wrong, actual, ref, "differ in inf positions")
+    finite = a.isfinite() & r.isfinite()
+    wrong = finite & ((a - r).abs() > atol + rtol * r.abs())
+    if bool(wrong.any()):
+        return _first(name, wrong, actual, ref, f"differ beyond rtol={rtol:g} atol={atol:g}")
+    return None
+
+
+def _first(name: str, wrong: torch.Tensor, actual: torch.Tensor, ref: torch.Tensor,
+           what: str) -> str:
+    index = tuple(int(i) for i in wrong.nonzero()[0])
+    got, want = actual[index].item(), ref[index].item()
+    return (f"output {name}: {int(wrong.sum())} of {wrong.numel()} elements {what} "
+            f"(at {index}: got {got:.6g}, expected {want:.6g})")
+
+
+def _inputs(model, data: list, snapshot: NetworkSnapshot, notes: list[str]) -> dict:
+    """The case's input arrays by name, in the dtypes TensorRT gave the network inputs
+    (Note [ONNX dtypes])."""
+    names = [i.name for i in model.graph.input
+             if i.name not in {init.name for init in model.graph.initializer}]
+    by_name = dict(zip(names, data))
+    feeds = {}
+    for info in snapshot.inputs:
+        if info.name not in by_name:
+            raise KeyError(f"network input {info.name} is not an input of the ONNX model")
+        if isinstance(info.dtype, str):
+            raise TypeError(f"network input {info.name} has TensorRT type {info.dtype}, "
+                            f"which torch has no dtype for")
+        array = _array(by_name[info.name])
+        value = _torch(array)
+        if array.dtype.name != _numpy_name(info.dtype):
+            notes.append(f"input {info.name}: {array.dtype.name} -> {info.dtype}")
+        if value.dtype != info.dtype:
+            value = value.to(info.dtype)
+        feeds[info.name] = value
+    return feeds
+
+
+# Note [ONNX dtypes]: TensorRT has no float64, uint16/32/64 or int16; where the parser gave
+# a network input or output another type than the ONNX model (e.g. double -> float), the
+# case's inputs are cast to the network's input types and the outputs are compared by
+# value against ONNX's expected arrays: float with ONNX's tolerances (so float32 rounding
+# of a double case passes only within rtol=1e-3), integers exactly (so a value int32 cannot
+# hold fails). A change of kind (float vs integer vs bool) is a failure. Each change is
+# recorded in the outcome's notes, and the report lists them.
+def run_case(name: str) -> Outcome:
+    """Parse, snapshot, run and compare one ONNX node case."""
+    case = cases()[name]
+    try:
+        network, _builder, _parser = parse(case.model.SerializeToString())
+    except ParseError as err:
+        return Outcome(name, NOT_PARSED, str(err))
+    snapshot = take_snapshot(network, {})
+    outcome = Outcome(name, PASSED, kinds=snapshot.kinds())
+    try:
+        outcome.reason = _run_and_compare(case, snapshot, outcome.notes) or ""
+    except Exception as err:  # any executor failure is this case's outcome
+        outcome.outcome, outcome.reason = ERROR, _summary(err)
+        return outcome
+    if outcome.reason:
+        outcome.outcome = FAILED
+    return outcome
+
+
+def _run_and_compare(case, snapshot: NetworkSnapshot, notes: list[str]) -> str | None:
+    (data_in, data_out), = case.data_sets
+    unsupported = snapshot.unsupported_kinds()
+    if unsupported:
+        raise NotImplementedError(f"no reference function for layer kind "
+                                  f"{', '.join(unsupported)}")
+    feeds = _inputs(case.model, data_in, snapshot, notes)
+    with torch.no_grad():
+        results = dict(zip(snapshot.outputs, run_snapshot(snapshot, feeds)))
+    for info, expected in zip(case.model.graph.output, data_out):
+        if info.name not in results:
+            return f"output {info.name}: not an output of the TensorRT network"
+        actual = results[info.name]
+        problem = compare(info.name, expected, actual, case.rtol, case.atol)
+        if problem:
+            return problem
+        expected_dtype = _array(expected).dtype.name
+        if expected_dtype != _numpy_name(actual.dtype):
+            notes.append(f"output {info.name}: {expected_dtype} -> {actual.dtype}")
+    return None
+
+
+def _numpy_name(dtype: torch.dtype) -> str:
+    return "bool" if dtype == torch.bool else str(dtype).removeprefix("torch.")
+
+
+def _summary(err: BaseException) -> str:
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0] if text else ''}"[:300]
+
+
+def run_all(names=None, progress=None) -> list[Outcome]:
+    """Outcomes of all (or the named) cases, in name order."""
+    outcomes = []
+    for name in sorted(names if names is not None else cases()):
+        outcomes.append(run_case(name))
+        if progress is not None:
+            progress(outcomes[-1])
+    return outcomes
