@@ -1,9 +1,7 @@
 """Reference semantics of TensorRT's neural-network layers: convolution, deconvolution,
-pooling, normalization, resize, parametric ReLU."""
+pooling (every PaddingMode and PoolingType), normalization, LRN, parametric ReLU."""
 
 from __future__ import annotations
-
-import math
 
 import torch
 import torch.nn.functional as F
@@ -15,13 +13,52 @@ _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 _CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 
 
-def _explicit_pad(x, pre, post, value=0.0):
+# Note [PaddingMode]: TensorRT's PaddingMode (nvinfer1::PaddingMode, and the "padding_mode"
+# of the Convolution / Pooling operator pages) fixes, per spatial dim, the pre padding B,
+# the post padding A and the output size O from the input size I, stride S and the dilated
+# kernel DK = 1 + D * (F - 1), with M = I + B + A:
+#   EXPLICIT_ROUND_DOWN  O = floor((M - DK) / S) + 1        (B, A as given)
+#   EXPLICIT_ROUND_UP    O = ceil((M - DK) / S) + 1         (B, A as given)
+#   SAME_UPPER           O = ceil(I / S), P = floor((I - 1) / S) * S + DK - I,
+#                        B = floor(P / 2), A = P - B
+#   SAME_LOWER           same P, A = floor(P / 2), B = P - A
+# The SAME modes override pre/post padding. With ROUND_UP the last window may reach past
+# the padded input; that part is not input and not padding (it never counts in averages).
+
+
+def _same_padding(i: int, s: int, dk: int, upper: bool) -> tuple[int, int]:
+    p = max((i - 1) // s * s + dk - i, 0)
+    small, big = p // 2, p - p // 2
+    return (small, big) if upper else (big, small)
+
+
+def _window_geometry(mode, sizes, kernel, stride, dilation, pre, post):
+    """Per spatial dim (B, A, O) for a convolution or pooling window (Note [PaddingMode])."""
+    mode = mode or "EXPLICIT_ROUND_DOWN"
+    dims = []
+    for i, f, s, d, b, a in zip(sizes, kernel, stride, dilation, pre, post):
+        dk = 1 + d * (f - 1)
+        if mode.startswith("SAME"):
+            b, a = _same_padding(i, s, dk, mode == "SAME_UPPER")
+            o = -(-i // s)
+        elif mode == "EXPLICIT_ROUND_UP":
+            o = -(-(i + b + a - dk) // s) + 1
+        else:
+            o = (i + b + a - dk) // s + 1
+        dims.append((b, a, o))
+    return dims
+
+
+def _pad_for_windows(x, dims, kernel, stride, dilation, value):
+    """Pads the innermost len(dims) dims by B in front and, at the back, to exactly what O
+    windows read (A, plus any ROUND_UP overhang, minus rows no window reads)."""
     pads = []
-    for a, b in reversed(list(zip(pre, post))):
-        pads += [a, b]
-    if not any(pads):
-        return x
-    return F.pad(x, pads, value=value)
+    for k, ((b, _a, o), f, s, d) in enumerate(zip(dims, kernel, stride, dilation)):
+        size = x.shape[x.dim() - len(dims) + k]
+        needed = (o - 1) * s + 1 + d * (f - 1)
+        pads.append((b, needed - b - size))
+    flat = [p for pair in reversed(pads) for p in pair]
+    return F.pad(x, flat, value=value) if any(flat) else x
 
 
 _CONV_ATTRS = ("num_output_maps", "kernel_size_nd", "stride_nd", "dilation_nd", "num_groups",
@@ -38,7 +75,7 @@ def _kernel(inputs, kernel, out_maps, in_channels, groups, ksize, transposed):
 
 def _bias(inputs, bias):
     if len(inputs) > 2 and inputs[2] is not None:
-        return inputs[2]
+        return inputs[2].reshape(-1)
     return bias
 
 
@@ -46,81 +83,162 @@ def _bias(inputs, bias):
                  weights=("kernel", "bias"))
 def convolution(inputs, num_output_maps, kernel_size_nd, stride_nd, dilation_nd, num_groups,
                 pre_padding, post_padding, padding_mode, kernel, bias):
-    """Cross-correlation over the innermost len(kernel_size) dims with explicit pre/post
-    padding (EXPLICIT_ROUND_DOWN), groups and dilation."""
+    """Cross-correlation over the innermost len(kernel_size) dims (IConvolutionLayer) with
+    groups, dilation, and padding by padding_mode (Note [PaddingMode]); padding is zeros."""
     x = inputs[0]
     nd = len(kernel_size_nd)
     w = _kernel(inputs, kernel, num_output_maps, x.shape[1], num_groups, kernel_size_nd, False)
-    x = _explicit_pad(x, pre_padding, post_padding)
+    dims = _window_geometry(padding_mode, x.shape[-nd:], kernel_size_nd, stride_nd,
+                            dilation_nd, pre_padding, post_padding)
+    x = _pad_for_windows(x, dims, kernel_size_nd, stride_nd, dilation_nd, 0.0)
     return (_CONV[nd](x, w.to(x.dtype), _bias(inputs, bias), stride_nd, 0, dilation_nd,
                       num_groups),)
+
+
+def _deconv_crop(mode, kernel, stride, dilation, pre, post):
+    """(B, A) removed from the full transposed-convolution output of each spatial dim: the
+    given padding in the EXPLICIT modes; in the SAME modes P = max(DK - S, 0), split as in
+    Note [PaddingMode] (TensorRT's Deconvolution operator page: O = min(I*S, (I-1)*S + DK))."""
+    if not (mode or "").startswith("SAME"):
+        return list(zip(pre, post))
+    crops = []
+    for f, s, d in zip(kernel, stride, dilation):
+        p = max(1 + d * (f - 1) - s, 0)
+        small, big = p // 2, p - p // 2
+        crops.append((small, big) if mode == "SAME_UPPER" else (big, small))
+    return crops
 
 
 @reference_layer("DECONVOLUTION", "IDeconvolutionLayer", attrs=_CONV_ATTRS,
                  weights=("kernel", "bias"))
 def deconvolution(inputs, num_output_maps, kernel_size_nd, stride_nd, dilation_nd, num_groups,
                   pre_padding, post_padding, padding_mode, kernel, bias):
-    """Transposed convolution; pre/post padding crop the full output (TensorRT's
-    deconvolution padding removes rows, like torch's padding argument)."""
+    """Transposed convolution (IDeconvolutionLayer): the full output (I - 1) * S + DK per
+    dim, then B rows cropped in front and A at the back (O = (I - 1) * S + DK - (B + A))."""
     x = inputs[0]
     nd = len(kernel_size_nd)
     w = _kernel(inputs, kernel, num_output_maps, x.shape[1], num_groups, kernel_size_nd, True)
     out = _CONV_T[nd](x, w.to(x.dtype), _bias(inputs, bias), stride_nd, 0, 0, num_groups,
                       dilation_nd)
-    for i, (a, b) in enumerate(zip(pre_padding, post_padding)):
+    crops = _deconv_crop(padding_mode, kernel_size_nd, stride_nd, dilation_nd, pre_padding,
+                         post_padding)
+    for i, (a, b) in enumerate(crops):
         d = out.dim() - nd + i
         out = out.narrow(d, a, out.shape[d] - a - b)
     return (out,)
 
 
+def _window_sums(x, kernel, stride):
+    """Sums over every pooling window of the innermost len(kernel) dims (float64)."""
+    nd = len(kernel)
+    lead = x.shape[:-nd]
+    x3 = x.reshape((-1, 1) + (1,) * (3 - nd) + tuple(x.shape[-nd:]))
+    k3 = (1,) * (3 - nd) + tuple(kernel)
+    s3 = (1,) * (3 - nd) + tuple(stride)
+    out = F.avg_pool3d(x3, k3, s3, divisor_override=1)
+    return out.reshape(tuple(lead) + tuple(out.shape[-nd:]))
+
+
+def _window_max(x, kernel, stride):
+    nd = len(kernel)
+    lead = x.shape[:-nd]
+    x3 = x.reshape((-1, 1) + (1,) * (3 - nd) + tuple(x.shape[-nd:]))
+    out = F.max_pool3d(x3, (1,) * (3 - nd) + tuple(kernel), (1,) * (3 - nd) + tuple(stride))
+    return out.reshape(tuple(lead) + tuple(out.shape[-nd:]))
+
+
 @reference_layer("POOLING", "IPoolingLayer",
                  attrs=("type", "window_size_nd", "stride_nd", "pre_padding", "post_padding",
-                        "padding_mode", "average_count_excludes_padding"))
+                        "padding_mode", "average_count_excludes_padding", "blend_factor"))
 def pooling(inputs, type, window_size_nd, stride_nd, pre_padding, post_padding, padding_mode,
-            average_count_excludes_padding):
-    """MAX pads with -inf; AVERAGE divides by the window area, or by the count of
-    non-padding elements when average_count_excludes_padding."""
+            average_count_excludes_padding, blend_factor=0.0):
+    """IPoolingLayer over the innermost len(window) dims with padding by padding_mode
+    (Note [PaddingMode]). MAX ignores padding. AVERAGE divides a window's sum by its
+    overlap with the unpadded input (average_count_excludes_padding) or with the padded
+    input. MAX_AVERAGE_BLEND = (1 - blend_factor) * MAX + blend_factor * AVERAGE."""
     x = inputs[0]
     nd = len(window_size_nd)
-    if padding_mode not in ("EXPLICIT_ROUND_DOWN", None):
-        raise NotImplementedError(f"pooling padding_mode {padding_mode}")
-    pool = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}[nd]
-    if type == "MAX":
-        xp = _explicit_pad(x, pre_padding, post_padding, value=float("-inf"))
-        maxpool = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}[nd]
-        return (maxpool(xp, window_size_nd, stride_nd),)
-    xp = _explicit_pad(x, pre_padding, post_padding)
-    area = float(math.prod(window_size_nd))
-    summed = pool(xp.float(), window_size_nd, stride_nd) * area
-    if average_count_excludes_padding:
-        ones = _explicit_pad(torch.ones_like(x[:1, :1], dtype=torch.float32), pre_padding,
-                             post_padding)
-        count = pool(ones, window_size_nd, stride_nd) * area
+    ones = (1,) * nd
+    dims = _window_geometry(padding_mode, x.shape[-nd:], window_size_nd, stride_nd, ones,
+                            pre_padding, post_padding)
+    results = {}
+    if type in ("MAX", "MAX_AVERAGE_BLEND"):
+        xp = _pad_for_windows(x.double(), dims, window_size_nd, stride_nd, ones, float("-inf"))
+        results["MAX"] = _window_max(xp, window_size_nd, stride_nd)
+    if type in ("AVERAGE", "MAX_AVERAGE_BLEND"):
+        xp = _pad_for_windows(x.double(), dims, window_size_nd, stride_nd, ones, 0.0)
+        count = _pooling_counts(x.shape[-nd:], dims, window_size_nd, stride_nd,
+                                average_count_excludes_padding)
+        results["AVERAGE"] = _window_sums(xp, window_size_nd, stride_nd) / count
+    if type == "MAX_AVERAGE_BLEND":
+        out = (1 - blend_factor) * results["MAX"] + blend_factor * results["AVERAGE"]
     else:
-        count = area
-    return ((summed / count).to(x.dtype),)
+        out = results[type]
+    return (out.to(x.dtype),)
+
+
+def _pooling_counts(sizes, dims, kernel, stride, exclude_padding: bool):
+    """Per output position, the number of window elements that are input (exclude_padding)
+    or input or B/A padding, found by pooling a mask laid out like the padded input."""
+    mask = torch.ones(tuple(sizes), dtype=torch.float64)
+    if not exclude_padding:
+        pads = [p for b, a, _o in reversed(dims) for p in (b, a)]
+        mask = F.pad(mask, pads, value=1.0)
+        dims = [(0, 0, o) for _b, _a, o in dims]
+    # Positions outside the (padded) input are 0 in the mask.
+    mask = _pad_for_windows(mask, dims, kernel, stride, (1,) * len(kernel), 0.0)
+    return _window_sums(mask, kernel, stride)
 
 
 @reference_layer("NORMALIZATION", "INormalizationLayer",
-                 attrs=("axes", "epsilon", "num_groups", "compute_precision"))
-def normalization(inputs, axes, epsilon, num_groups, compute_precision):
-    """y = (x - mean) / sqrt(var + eps) * scale + bias, mean/var over ``axes`` (biased
-    variance); with num_groups > 1 the channel dim 1 is split into groups first."""
+                 attrs=("axes", "epsilon", "num_groups", "compute_precision", "is_v2"))
+def normalization(inputs, axes, epsilon, num_groups, compute_precision, is_v2=True):
+    """INormalizationLayer: Y = (X - Mean(X, axes)) / Sqrt(Variance(X, axes) + epsilon) * S + B,
+    biased variance, computed in float32. With num_groups > 1 (group normalization) the
+    channel dim 1 is split into num_groups groups, each reduced together with ``axes``.
+    Scale and bias broadcast to X: [1, C, 1, ...] per channel for instance and group norm
+    (add_normalization_v2); the original add_normalization took group norm's scale and bias
+    per group, [1, G, 1, ...]."""
     x, scale, bias = inputs
-    dims = axes_from_mask(axes, x.dim())
     xf = x.float()
+    dims = axes_from_mask(axes, x.dim())
     if num_groups > 1:
-        # Group normalization: scale and bias are per group, shaped [1, G, 1, ...].
-        g = xf.reshape(x.shape[0], num_groups, -1)
-        mean = g.mean(-1, keepdim=True)
-        var = g.var(-1, unbiased=False, keepdim=True)
-        y = (g - mean) / torch.sqrt(var + epsilon)
-        y = y * scale.float().reshape(1, num_groups, 1) + bias.float().reshape(1, num_groups, 1)
-        return (y.reshape(x.shape).to(x.dtype),)
-    mean = xf.mean(dims, keepdim=True)
-    var = xf.var(dims, unbiased=False, keepdim=True)
-    y = (xf - mean) / torch.sqrt(var + epsilon)
+        c = x.shape[1]
+        g = xf.reshape((x.shape[0], num_groups, c // num_groups) + tuple(x.shape[2:]))
+        gdims = [2] + [d + 1 for d in dims if d > 1]
+        y = _normalize(g, gdims, epsilon).reshape(x.shape)
+        if scale.dim() > 1 and scale.shape[1] == num_groups != c:  # per-group (v1) scale
+            scale = scale.repeat_interleave(c // num_groups, dim=1)
+            bias = bias.repeat_interleave(c // num_groups, dim=1)
+    else:
+        y = _normalize(xf, dims, epsilon)
     return ((y * scale.float() + bias.float()).to(x.dtype),)
+
+
+def _normalize(x, dims, epsilon):
+    mean = x.mean(dims, keepdim=True)
+    var = ((x - mean) ** 2).mean(dims, keepdim=True)
+    return (x - mean) / torch.sqrt(var + epsilon)
+
+
+@reference_layer("LRN", "ILRNLayer", attrs=("window_size", "alpha", "beta", "k"))
+def lrn(inputs, window_size, alpha, beta, k):
+    """Cross-channel local response normalization (ILRNLayer), over dim N - 3 (the channel
+    dim of [.., C, H, W]):  y = x / (k + alpha / w * sum of x^2 over channels
+    [c - (w - 1) / 2, c + (w - 1) / 2] clipped to the tensor) ^ beta.
+
+    Note [LRN alpha]: TensorRT's operator page writes the sum without the 1/w factor, but
+    the ONNX parser passes ONNX's alpha unchanged (checked: alpha 0.0002 of test_lrn is
+    the layer's alpha) and ONNX's LRN divides alpha by size, so the layer does too (the
+    cuDNN / Caffe convention)."""
+    x = inputs[0]
+    c_dim = x.dim() - 3
+    sq = x.double().pow(2).movedim(c_dim, -1)
+    half = (window_size - 1) // 2
+    padded = F.pad(sq, (half, window_size - 1 - half))
+    sums = padded.unfold(-1, window_size, 1).sum(-1).movedim(-1, c_dim)
+    out = x.double() / (k + alpha / window_size * sums) ** beta
+    return (out.to(x.dtype),)
 
 
 @reference_layer("PARAMETRIC_RELU", "IParametricReLULayer")
@@ -128,61 +246,3 @@ def parametric_relu(inputs):
     x, slope = inputs
     return (torch.where(x >= 0, x, x * slope),)
 
-
-@reference_layer("RESIZE", "IResizeLayer",
-                 attrs=("shape", "scales", "resize_mode", "coordinate_transformation",
-                        "nearest_rounding", "selector_for_single_pixel", "cubic_coeff",
-                        "exclude_outside"))
-def resize(inputs, shape, scales, resize_mode, coordinate_transformation, nearest_rounding,
-           selector_for_single_pixel, cubic_coeff, exclude_outside):
-    """Output dims from ``shape`` (or input 1), else floor(in * scale). NEAREST maps each
-    output index by the coordinate transformation with the ratio in/out, rounds, and
-    clamps; LINEAR (HALF_PIXEL or ALIGN_CORNERS) and CUBIC resize the innermost dims that
-    change, like torch's interpolate with the same output size."""
-    x = inputs[0]
-    if len(inputs) > 1 and inputs[1] is not None:
-        shape = [int(d) for d in inputs[1].tolist()]
-    if not shape and scales:
-        shape = [int(math.floor(s * d)) for s, d in zip(scales, x.shape)]
-    if resize_mode == "NEAREST":
-        for d, out in enumerate(shape):
-            if out != x.shape[d]:
-                index = _nearest_index(x.shape[d], out, coordinate_transformation,
-                                       nearest_rounding, selector_for_single_pixel)
-                x = x.index_select(d, index.to(x.device))
-        return (x,)
-    first = next(d for d, (a, b) in enumerate(zip(x.shape, shape)) if a != b) \
-        if list(x.shape) != list(shape) else len(shape) - 1
-    if resize_mode == "CUBIC":  # always over the innermost two dims
-        first = min(first, len(shape) - 2)
-    if list(shape[:first]) != list(x.shape[:first]) or len(shape) - first > 3:
-        raise NotImplementedError(f"resize of dims {first}.. of {tuple(x.shape)}")
-    if resize_mode == "CUBIC" and (cubic_coeff != -0.75 or exclude_outside):
-        raise NotImplementedError("cubic resize other than torch's (A=-0.75, edge clamp)")
-    if coordinate_transformation not in ("HALF_PIXEL", "ALIGN_CORNERS"):
-        raise NotImplementedError(f"{resize_mode} resize with {coordinate_transformation}")
-    spatial = list(shape[first:])
-    lead = x.shape[:first]
-    flat = x.reshape((1, -1) + tuple(x.shape[first:]))  # interpolate wants (N, C, ...)
-    mode = {"LINEAR": {1: "linear", 2: "bilinear", 3: "trilinear"},
-            "CUBIC": {2: "bicubic"}}[resize_mode][len(spatial)]
-    out = F.interpolate(flat.float(), size=spatial, mode=mode,
-                        align_corners=coordinate_transformation == "ALIGN_CORNERS")
-    return (out.to(x.dtype).reshape(tuple(lead) + tuple(spatial)),)
-
-
-def _nearest_index(n: int, out: int, transform: str, rounding: str, selector: str):
-    """Input index of every output index along one dim (TensorRT's Resize formulas)."""
-    dst = torch.arange(out, dtype=torch.float32)
-    if out == 1 and selector == "UPPER":
-        return torch.zeros(1, dtype=torch.long)
-    if transform == "ALIGN_CORNERS":
-        src = dst * ((n - 1) / (out - 1) if out > 1 else 0.0)
-    elif transform == "HALF_PIXEL":
-        src = (dst + 0.5) * (n / out) - 0.5
-    else:  # ASYMMETRIC
-        src = dst * torch.tensor(n / out, dtype=torch.float32)
-    rounded = {"FLOOR": torch.floor, "CEIL": torch.ceil,
-               "HALF_UP": lambda v: torch.floor(v + 0.5),
-               "HALF_DOWN": lambda v: torch.ceil(v - 0.5)}[rounding](src)
-    return rounded.long().clamp(0, n - 1)
