@@ -20,7 +20,8 @@ from .reference.registry import REFERENCE_LAYERS
 class TensorInfo:
     name: str
     shape: tuple[int, ...]  # TensorRT's inferred dims, -1 where dynamic
-    dtype: torch.dtype
+    # torch's dtype, or TensorRT's DataType name where torch has none (e.g. "INT4", "FP4")
+    dtype: torch.dtype | str
 
 
 @dataclass
@@ -77,7 +78,38 @@ def _plain(value: Any) -> Any:
 
 
 def _tensor_info(tensor) -> TensorInfo:
-    return TensorInfo(tensor.name, tuple(tensor.shape), to_torch_dtype(tensor.dtype))
+    try:
+        dtype = to_torch_dtype(tensor.dtype)
+    except KeyError:  # a TensorRT type torch has no dtype for: kept by name
+        dtype = tensor.dtype.name
+    return TensorInfo(tensor.name, tuple(tensor.shape), dtype)
+
+
+# Note [Layer inputs]: ``layer.num_inputs`` counts up to the highest input that is set,
+# including inputs set after creation with ``layer.set_input(i, t)`` (the shape tensor of a
+# shuffle, fill's alpha/beta, slice's start/size/stride/axes, a quantize's zero point), and
+# ``get_input(j)`` of an unset j below it is None. Probed on every layer kind TensorRT's
+# ONNX parser emits for ONNX's node test cases: no layer had a set input at or beyond
+# num_inputs. ``_inputs`` still asks a few indices further, so a kind that counted
+# differently could not lose an input silently.
+_PROBE_BEYOND = 4
+
+
+def _inputs(layer) -> list[str | None]:
+    names = [_name(layer, j) for j in range(layer.num_inputs)]
+    for j in range(layer.num_inputs, layer.num_inputs + _PROBE_BEYOND):
+        name = _name(layer, j)
+        if name is not None:
+            names += [None] * (j - len(names)) + [name]
+    return names
+
+
+def _name(layer, index: int) -> str | None:
+    try:
+        tensor = layer.get_input(index)
+    except (IndexError, ValueError, RuntimeError):
+        return None
+    return None if tensor is None else tensor.name
 
 
 def _weights(value: Any, source: torch.Tensor | None) -> torch.Tensor | None:
@@ -104,9 +136,7 @@ def take_snapshot(net, weight_sources: dict[str, dict[str, torch.Tensor]]) -> Ne
         layer = net.get_layer(i)
         kind = str(layer.type).rsplit(".", 1)[-1]
         record = LayerRecord(
-            layer.name, kind,
-            [layer.get_input(j).name if layer.get_input(j) is not None else None
-             for j in range(layer.num_inputs)],
+            layer.name, kind, _inputs(layer),
             [_tensor_info(layer.get_output(j)) for j in range(layer.num_outputs)],
         )
         spec = REFERENCE_LAYERS.get(kind)
@@ -121,4 +151,35 @@ def take_snapshot(net, weight_sources: dict[str, dict[str, torch.Tensor]]) -> Ne
             for attr in spec.weights:
                 record.attrs[attr] = _weights(getattr(layer, attr), sources.get(attr))
         records.append(record)
-    return NetworkSnapshot(inputs, outputs, records)
+    return NetworkSnapshot(inputs, outputs, _in_dependency_order(records))
+
+
+# Note [Layer order]: a network's layer order is creation order, which is not always an
+# order the layers can run in: an input set later with ``set_input`` may come from a layer
+# created after its consumer (TensorRT's ONNX parser adds TopK's k as a shape tensor after
+# the TopK layer). The snapshot lists layers so that every producer comes first, keeping
+# creation order wherever it already is one. A recurrence's input 1 is the loop's back
+# edge (ILoop::addRecurrence: "the value at the end of an iteration") and is no dependency.
+_BACK_EDGES = {("RECURRENCE", 1)}
+
+
+def _in_dependency_order(records: list[LayerRecord]) -> list[LayerRecord]:
+    producer = {info.name: i for i, r in enumerate(records) for info in r.outputs}
+
+    def producers(i: int) -> list[int]:
+        r = records[i]
+        return [producer[name] for j, name in enumerate(r.inputs)
+                if name in producer and (r.kind, j) not in _BACK_EDGES]
+
+    order, entered = [], set()
+    for root in range(len(records)):
+        stack = [(root, False)]
+        while stack:  # depth-first, producers before consumers, no recursion
+            i, ready = stack.pop()
+            if ready:
+                order.append(records[i])
+            elif i not in entered:  # a layer already entered is done or on a cycle
+                entered.add(i)
+                stack.append((i, True))
+                stack += [(p, False) for p in reversed(producers(i)) if p not in entered]
+    return order
