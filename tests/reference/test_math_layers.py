@@ -161,3 +161,66 @@ def test_activation(kind, alpha, beta, x, expected):
 def test_relu_keeps_integers():
     out = run("ACTIVATION", (i32([-2, 5]),), type="RELU", alpha=0.0, beta=0.0)
     assert torch.equal(out, i32([0, 5]))
+
+
+# -- SCALE ------------------------------------------------------------------------------
+
+def scale(x, mode, shift=None, scale=None, power=None, channel_axis=1):
+    return run("SCALE", [x], mode=mode, channel_axis=channel_axis, shift=shift, scale=scale,
+               power=power)
+
+
+def test_scale_uniform_shift_scale_power():
+    x = f32([[[1.0, 2.0]], [[3.0, -1.0]]])  # (2, 1, 2)
+    out = scale(x, "UNIFORM", shift=f32([1.0]), scale=f32([2.0]), power=f32([2.0]))
+    # (2x + 1)^2: 9, 25, 49, 1
+    assert torch.equal(out, f32([[[9.0, 25.0]], [[49.0, 1.0]]]))
+
+
+def test_scale_channel_axis_one_and_defaults():
+    x = torch.ones(1, 2, 2, 1)
+    out = scale(x, "CHANNEL", scale=f32([3.0, -1.0]))  # shift 0, power 1 by default
+    assert torch.equal(out, f32([[[[3.0], [3.0]], [[-1.0], [-1.0]]]]))
+
+
+def test_scale_channel_on_last_axis():
+    x = torch.ones(2, 1, 3)
+    out = scale(x, "CHANNEL", shift=f32([0.0, 1.0, 2.0]), channel_axis=2)
+    assert torch.equal(out, f32([[[1.0, 2.0, 3.0]], [[1.0, 2.0, 3.0]]]))
+
+
+def test_scale_elementwise_covers_dims_from_channel_axis():
+    x = torch.ones(2, 1, 2, 2)  # weights over (1, 2, 2), shared by both batch entries
+    out = scale(x, "ELEMENTWISE", shift=f32([1.0, 2.0, 3.0, 4.0]))
+    assert torch.equal(out, (torch.arange(4.0) + 2).reshape(1, 1, 2, 2).expand(2, 1, 2, 2))
+
+
+def test_scale_power_half_is_square_root():
+    out = scale(f32([[[4.0, 9.0]]]), "UNIFORM", power=f32([0.5]))
+    assert torch.equal(out, f32([[[2.0, 3.0]]]))
+
+
+# -- EINSUM -----------------------------------------------------------------------------
+
+def test_einsum_matmul_and_transpose_against_float64_formula():
+    a = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    c = torch.tensor([[5.0, 6.0], [7.0, 8.0]])
+    # [[1*5+2*7, 1*6+2*8], [3*5+4*7, 3*6+4*8]]
+    assert torch.equal(run("EINSUM", [a, c], equation="ik,kj->ij"), f32([[19, 22], [43, 50]]))
+    assert torch.equal(run("EINSUM", [a], equation="ij->ji"), f32([[1, 3], [2, 4]]))
+
+
+def test_einsum_implicit_output_and_full_sum():
+    a = f32([1.0, 2.0, 3.0])
+    assert torch.equal(run("EINSUM", [a, a], equation="i,i"), f32(14.0))  # dot: 1+4+9
+    assert torch.equal(run("EINSUM", [f32([[1, 2], [3, 4]])], equation="ij->"), f32(10.0))
+    # implicit mode: labels appearing once, in alphabetical order -> "ba,b" gives "a"
+    out = run("EINSUM", [f32([[1, 2], [3, 4]]), f32([10, 100])], equation="ba,b")
+    assert torch.equal(out, f32([310, 420]))  # a=0: 1*10+3*100; a=1: 2*10+4*100
+
+
+def test_einsum_batch_matmul_keeps_int_type():
+    a = torch.tensor([[[1, 2]], [[3, 4]]], dtype=torch.int32)  # (2, 1, 2)
+    c = torch.tensor([[[1], [1]], [[2], [0]]], dtype=torch.int32)  # (2, 2, 1)
+    out = run("EINSUM", [a, c], equation="bij,bjk->bik")
+    assert out.dtype == torch.int32 and torch.equal(out, i32([[[3]], [[6]]]))

@@ -218,3 +218,10 @@ def test_padding_pads_innermost_dims_and_crops_negative():
     out = run("PADDING", [x], pre_padding_nd=(1, -1), post_padding_nd=(0, 1))
     # rows: one zero row before; cols: drop the first, one zero after
     assert torch.equal(out, f32([[[0, 0, 0], [2, 3, 0], [5, 6, 0]]]))
+
+
+def test_slice_static_axes_attribute():
+    # ISliceLayer.axes = (0,): start/shape/stride list only dim 0; dim 1 is kept whole
+    out = run("SLICE", [grid(3, 2)], start=(2,), shape=(2,), stride=(-2,),
+              mode="STRICT_BOUNDS", axes=(0,))
+    assert torch.equal(out, f32([[4, 5], [0, 1]]))  # rows 2, 0

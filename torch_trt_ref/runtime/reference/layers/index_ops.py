@@ -1,5 +1,5 @@
-"""Reference semantics of TensorRT's scatter and data-dependent index layers: scatter
-(ELEMENT and ND modes) and non-zero."""
+"""Reference semantics of TensorRT's scatter and index layers: scatter (ELEMENT and ND
+modes), non-zero, one-hot and reverse-sequence."""
 
 from __future__ import annotations
 
@@ -41,3 +41,40 @@ def non_zero(inputs, indices_type="INT32"):
     x = inputs[0]
     out = torch.nonzero(x).t().contiguous()
     return (out.to(DTYPES_BY_NAME[indices_type or "INT32"]),)
+
+
+# Note [One-hot indices]: TensorRT's page does not say what an index outside [0, depth)
+# does. Its ONNX parser maps ONNX OneHot onto this layer, so we follow ONNX: an index in
+# [-depth, -1] counts from the end, any other out-of-range index gives an all-off row.
+@reference_layer("ONE_HOT", "IOneHotLayer", attrs=("axis",))
+def one_hot(inputs, axis):
+    """out = off_value everywhere, on_value where the new axis's coordinate equals the
+    index; the encoding dim (size depth, input 2) is inserted at ``axis`` of the output
+    (in [-rank-1, rank]); the output has the type of values = [off, on] (input 1).
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/OneHot.html"""
+    indices, values, depth = inputs[0].long(), inputs[1], int(inputs[2].reshape(()))
+    indices = torch.where(indices < 0, indices + depth, indices)
+    classes = torch.arange(depth, device=indices.device)
+    hot = indices.unsqueeze(-1) == classes  # [..., depth], all false out of range
+    axis = axis % (indices.dim() + 1)
+    hot = hot.movedim(-1, axis)
+    return (torch.where(hot, values[1], values[0]),)
+
+
+@reference_layer("REVERSE_SEQUENCE", "IReverseSequenceLayer",
+                 attrs=("batch_axis", "sequence_axis"))
+def reverse_sequence(inputs, batch_axis, sequence_axis):
+    """For the i-th slice along batch_axis, the first lengths[i] elements along
+    sequence_axis are reversed and the rest kept (input 1: lengths, one per batch entry).
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/c-api/classnvinfer1_1_1_i_reverse_sequence_layer.html"""
+    x, lengths = inputs[0], inputs[1].long()
+    steps = x.shape[sequence_axis]
+    pos = torch.arange(steps, device=x.device)
+    lens = lengths.reshape(-1, 1)  # [batch, 1] against pos [steps]
+    src = torch.where(pos < lens, lens - 1 - pos, pos)  # [batch, steps]
+    shape = [1] * x.dim()
+    shape[batch_axis], shape[sequence_axis] = src.shape[0], steps
+    if batch_axis > sequence_axis:
+        src = src.t()
+    index = src.reshape(shape).expand(x.shape)
+    return (torch.gather(x, sequence_axis, index),)

@@ -1,5 +1,5 @@
-"""Reference semantics of TensorRT's math layers: elementwise, unary, activation,
-reduce, softmax, matrix multiply, top-k, cumulative."""
+"""Reference semantics of TensorRT's math layers: elementwise, unary, activation, scale,
+reduce, softmax, matrix multiply, einsum, top-k, cumulative."""
 
 from __future__ import annotations
 
@@ -176,3 +176,44 @@ def cumulative(inputs, op, exclusive, reverse):
     if exclusive:
         out = out - x
     return (out.flip(axis) if reverse else out,)
+
+
+def _scale_coefficient(weights, default: float, x, mode: str, channel_axis: int):
+    """Scale/shift/power weights broadcast against x: one value (UNIFORM), one per channel
+    along channel_axis (CHANNEL), or one per element of the dims from channel_axis on
+    (ELEMENTWISE). Empty weights take the default."""
+    if weights is None:
+        return torch.tensor(default, dtype=torch.float32, device=x.device)
+    weights = weights.float()
+    if mode == "UNIFORM":
+        return weights.reshape(())
+    if mode == "CHANNEL":
+        return weights.reshape([-1] + [1] * (x.dim() - channel_axis - 1))
+    return weights.reshape(x.shape[channel_axis:])
+
+
+@reference_layer("SCALE", "IScaleLayer", attrs=("mode", "channel_axis"),
+                 weights=("shift", "scale", "power"))
+def scale(inputs, mode, channel_axis, shift, scale, power):
+    """out = (x * scale + shift) ** power, coefficients per tensor, channel or element;
+    defaults shift 0, scale 1, power 1. Computed in float32.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/python-api/infer/Graph/Layers.html#iscalelayer"""
+    x = inputs[0]
+    channel_axis = channel_axis % x.dim()
+
+    def coef(w, default):
+        return _scale_coefficient(w, default, x, mode, channel_axis)
+
+    y = x.float() * coef(scale, 1.0) + coef(shift, 0.0)
+    if power is not None:
+        y = y ** coef(power, 1.0)
+    return (y.to(x.dtype),)
+
+
+@reference_layer("EINSUM", "IEinsumLayer", attrs=("equation",))
+def einsum(inputs, equation):
+    """Einstein summation over the inputs (implicit or explicit '->' output); TensorRT
+    rejects ellipsis and diagonals (a label repeated within one input), which torch.einsum
+    would accept. The output has the inputs' type.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/python-api/infer/Graph/Layers.html#ieinsumlayer"""
+    return (torch.einsum(equation, *inputs).to(inputs[0].dtype),)

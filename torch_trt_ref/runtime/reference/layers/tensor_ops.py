@@ -1,5 +1,6 @@
 """Reference semantics of TensorRT's data-movement layers: constant, identity, cast,
-shuffle, shape, concatenation, slice, gather, select, fill, padding."""
+shuffle, squeeze, unsqueeze, shape, concatenation, slice, gather, select, fill, padding,
+assertion."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import torch
 
 from ..registry import reference_layer
 from .common import DTYPES_BY_NAME, trim
+from .quantize_ops import cast_to
 
 
 @reference_layer("CONSTANT", "IConstantLayer", attrs=("shape",), weights=("weights",))
@@ -22,10 +24,11 @@ def identity(inputs):
 
 
 # Note [Cast rounding]: TensorRT's cast from floating point to integer truncates toward
-# zero, like torch's .to(); bool is true for any non-zero value.
+# zero, like torch's .to(); bool is true for any non-zero value. Casts from and to FP8, FP4,
+# INT4 and E8M0 round and saturate as Note [Low-precision cast] (quantize_ops.py) says.
 @reference_layer("CAST", "ICastLayer", attrs=("to_type",))
 def cast(inputs, to_type):
-    return (inputs[0].to(DTYPES_BY_NAME[to_type]),)
+    return (cast_to(inputs[0], to_type),)
 
 
 @reference_layer("SHUFFLE", "IShuffleLayer",
@@ -46,6 +49,37 @@ def shuffle(inputs, first_transpose, reshape_dims, second_transpose, zero_is_pla
             dims = [x.shape[i] if d == 0 else d for i, d in enumerate(dims)]
         x = x.reshape(dims)
     return (x.permute(trim(second_transpose, x.dim())),)
+
+
+def _axes(tensor, rank: int) -> list[int]:
+    """The axes shape tensor of squeeze/unsqueeze, negative values counted from ``rank``."""
+    return sorted(int(a) % rank for a in tensor.reshape(-1).tolist())
+
+
+@reference_layer("SQUEEZE", "ISqueezeLayer")
+def squeeze(inputs):
+    """Removes the unit dims listed in input 1 (values in [-r, r-1]); without axes, every
+    dim of size 1. TensorRT removes only the dims that are statically 1 and requires the
+    dynamic ones not to be 1 at run time, so both readings agree on valid inputs.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/python-api/infer/Graph/Layers.html#isqueezelayer"""
+    x = inputs[0]
+    if len(inputs) < 2 or inputs[1] is None:
+        return (x.reshape([n for n in x.shape if n != 1]),)
+    axes = _axes(inputs[1], x.dim())
+    if any(x.shape[a] != 1 for a in axes):
+        raise ValueError(f"squeeze of non-unit dims {axes} of shape {tuple(x.shape)}")
+    return (x.reshape([n for d, n in enumerate(x.shape) if d not in axes]),)
+
+
+@reference_layer("UNSQUEEZE", "IUnsqueezeLayer")
+def unsqueeze(inputs):
+    """Inserts unit dims at the positions of input 1 in the output, whose rank is
+    rank(input) + len(axes); axes are in [-r_out, r_out - 1].
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/python-api/infer/Graph/Layers.html#iunsqueezelayer"""
+    x, count = inputs[0], inputs[1].numel()
+    axes = set(_axes(inputs[1], x.dim() + count))
+    dims = iter(x.shape)
+    return (x.reshape([1 if d in axes else next(dims) for d in range(x.dim() + count)]),)
 
 
 @reference_layer("SHAPE", "IShapeLayer")
@@ -74,21 +108,24 @@ def _slice_indices(size: int, start: int, count: int, step: int, mode: str, devi
     return idx.clamp(0, max(size - 1, 0)), valid
 
 
-@reference_layer("SLICE", "ISliceLayer", attrs=("start", "shape", "stride", "mode"))
-def slice_(inputs, start, shape, stride, mode):
-    """out[i] = in[start + i * stride] per dim; inputs 1-3 override start/shape/stride,
-    input 4 is the FILL value, input 5 lists the axes the dynamic inputs refer to."""
+@reference_layer("SLICE", "ISliceLayer", attrs=("start", "shape", "stride", "mode", "axes"))
+def slice_(inputs, start, shape, stride, mode, axes=None):
+    """out[i] = in[start + i * stride] per dim, out-of-bounds coordinates handled by the
+    SampleMode (STRICT_BOUNDS error, WRAP, CLAMP, FILL with input 4, REFLECT). Inputs 1, 2,
+    3, 5 override start, size, stride, axes. With axes (static or input 5) start/size/stride
+    list only those dims; the others keep start 0, their full extent and stride 1.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/python-api/infer/Graph/Layers.html#islicelayer"""
     x = inputs[0]
     extra = list(inputs[1:]) + [None] * (6 - len(inputs))
-    axes = extra[4].tolist() if extra[4] is not None else list(range(x.dim()))
-    axes = [a % x.dim() for a in axes]
+    if extra[4] is not None:
+        axes = extra[4].tolist()
+    axes = [a % x.dim() for a in axes] if axes is not None else list(range(x.dim()))
 
-    def full(values, static, default):
-        # With an axes input, the axes not listed keep start 0, their full extent, stride 1.
-        out = list(static) if static is not None and extra[4] is None else list(default)
-        if values is not None:
-            for a, v in zip(axes, values.tolist()):
-                out[a] = int(v)
+    def full(tensor, static, default):
+        values = tensor.tolist() if tensor is not None else static
+        out = list(default)
+        for a, v in zip(axes, values if values is not None else []):
+            out[a] = int(v)
         return out
 
     start = full(extra[0], start, [0] * x.dim())
@@ -96,10 +133,10 @@ def slice_(inputs, start, shape, stride, mode):
     step = full(extra[2], stride, [1] * x.dim())
     fill = extra[3]
     for d in range(x.dim()):
-        idx, valid = _slice_indices(x.shape[d], start[d], size[d], step[d], mode, x.device)
         if x.shape[d] == 0:
             x = x.new_zeros(x.shape[:d] + (size[d],) + x.shape[d + 1:])
             continue
+        idx, valid = _slice_indices(x.shape[d], start[d], size[d], step[d], mode, x.device)
         x = x.index_select(d, idx)
         if mode == "FILL" and valid is not None and not bool(valid.all()):
             mask_shape = [1] * x.dim()
@@ -182,3 +219,13 @@ def padding(inputs, pre_padding_nd, post_padding_nd):
     for pre, post in reversed(list(zip(pre_padding_nd, post_padding_nd))):
         pads += [pre, post]
     return (torch.nn.functional.pad(x, pads),)
+
+
+@reference_layer("ASSERTION", "IAssertionLayer", attrs=("message",))
+def assertion(inputs, message):
+    """Fails the run with the layer's message when any element of the bool condition is
+    false; has no output.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/c-api/classnvinfer1_1_1_i_assertion_layer.html"""
+    if not bool(inputs[0].all()):
+        raise AssertionError(f"TensorRT assertion failed: {message}")
+    return ()
