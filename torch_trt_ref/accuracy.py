@@ -121,7 +121,7 @@ def _max_abs(a: torch.Tensor, b: torch.Tensor) -> float:
 def allowed(eager_rmse: float, reference: torch.Tensor, dtype: torch.dtype) -> float:
     """The RMSE a compiled result of ``dtype`` may have: k x eager's, plus the floor."""
     k = K_SMALL if reference.numel() < SMALL_NUMEL else K.get(dtype, K_SMALL)
-    finite = reference[torch.isfinite(reference)].double()
+    finite = reference.detach()[torch.isfinite(reference)].double()
     scale = float(finite.pow(2).mean().sqrt()) if finite.numel() else 0.0
     floor = FLOOR_ULPS * _eps(dtype) * scale + torch.finfo(torch.float32).tiny
     return k * eager_rmse + floor

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import functools
+import os
+import re
+import traceback
 from contextlib import contextmanager
 from typing import Any, Sequence
+from unittest import mock
 
 import sympy
 import torch
+import torch.fx.experimental._config as fx_config
 from torch.export import Dim, ExportedProgram
+from torch.fx.experimental.symbolic_shapes import ShapeEnv
 
 from .inputs import Input
 
@@ -26,8 +32,30 @@ def as_inputs(values: Sequence[Any]) -> list[Input]:
     return out
 
 
+# Note [Tracing dynamic dims]: torch.export specializes a dim whose example size is 0 or 1
+# (0/1 specialization) and otherwise assumes every dynamic dim is >= 2, so the range most
+# deployments declare, batch min=1 opt=1 max=8, either fails ("0/1 specialized due to hint
+# of 1") or, traced at 2, has its min silently raised to 2 (a range 1..2 collapses to the
+# static size 2). So each dynamic dim is traced at an in-range size >= 2 (its opt when it is
+# one), and when a declared min is 0 or 1 export runs size-oblivious
+# (``backed_size_oblivious``): sizes are not assumed to be >= 2 and branches on "is this
+# size 1?" take the general path, which is also right at 0 and 1 for the ops export keeps.
+# The declared min/opt/max, not the traced size, make the optimization profile
+# (``symbol_ranges``); compiled dynamic modules are checked at min, opt and max in tests.
+
+def trace_shape(spec: Input) -> tuple[int, ...]:
+    """The example shape ``spec`` is traced at: opt, with every dynamic dim whose opt is 0
+    or 1 moved to the smallest in-range size >= 2 (Note [Tracing dynamic dims])."""
+    shape = list(spec.opt_shape)
+    for d in spec.dynamic_dims:
+        if shape[d] < 2:
+            shape[d] = min(max(2, spec.min_shape[d]), spec.max_shape[d])
+    return tuple(shape)
+
+
 def example_args(values: Sequence[Any], device="cpu") -> tuple:
-    return tuple(v.example(device=device) if isinstance(v, Input) else v for v in values)
+    return tuple(v.example(trace_shape(v), device=device) if isinstance(v, Input) else v
+                 for v in values)
 
 
 def dynamic_shapes_for(specs: dict[str, Input]) -> dict[str, Any] | None:
@@ -92,18 +120,93 @@ def capture(model: torch.nn.Module | ExportedProgram, args: Sequence[Any],
         names = params[: len(args)] + list(kwargs)
         dynamic = {n: dynamic.get(n) for n in names}
     ex_args = example_args(args)
-    ex_kwargs = {k: (v.example() if isinstance(v, Input) else v) for k, v in kwargs.items()}
+    ex_kwargs = {k: (v.example(trace_shape(v)) if isinstance(v, Input) else v)
+                 for k, v in kwargs.items()}
+    oblivious = any(s.min_shape[d] < 2 for s in specs.values() for d in s.dynamic_dims)
     with eval_mode(model), stack_traces(record_stack_traces):
-        return export_program(model, ex_args, ex_kwargs, dynamic)
+        try:
+            return export_program(model, ex_args, ex_kwargs, dynamic, oblivious)
+        except (torch._dynamo.exc.UserError, ValueError) as err:
+            forced = _forced_static(err, specs)
+            if not forced:
+                raise
+            lines = _specializing_lines(model, ex_args, ex_kwargs, dynamic, oblivious)
+            raise DynamicShapeError(_describe_forced(forced, specs, lines)) from err
+
+
+class DynamicShapeError(ValueError):
+    """A dim declared dynamic that the model itself forces to one size."""
+
+
+_SOURCE = re.compile(r"(?:L\['(\w+)'\]\.size\(\)|inputs\['(\w+)'\]\.shape)\[(\d+)\]")
+
+
+def _forced_static(err: Exception, specs: dict[str, Input]) -> list[tuple[str, int]]:
+    """(input name, dim) of every declared-dynamic dim torch.export's error says the model
+    specialized; empty when the error is about something else."""
+    text = str(err)
+    if "specialized" not in text and "static shape" not in text:
+        return []
+    found = []
+    for m in _SOURCE.finditer(text):
+        name, dim = m.group(1) or m.group(2), int(m.group(3))
+        if name in specs and dim in specs[name].dynamic_dims and (name, dim) not in found:
+            found.append((name, dim))
+    return found
+
+
+def _user_frame() -> str | None:
+    """The innermost frame of the current stack outside torch and this package."""
+    skip = (os.path.dirname(torch.__file__), os.path.dirname(__file__),
+            os.path.dirname(os.__file__))
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(skip):
+            code = f": {frame.line.strip()}" if frame.line else ""
+            return f"{frame.filename}:{frame.lineno}{code}"
+    return None
+
+
+def _specializing_lines(model, args, kwargs, dynamic, oblivious) -> dict[str, str]:
+    """Export once more with the dims left to torch (Dim.AUTO), recording the model line at
+    which each symbol was replaced by a constant: symbol name -> "file:line: code". Only
+    run on the error path."""
+    lines: dict[str, str] = {}
+    original = ShapeEnv._set_replacement
+
+    def record(self, a, tgt, msg):
+        if tgt.is_number and str(a) not in lines:
+            lines[str(a)] = (_user_frame() or "?") + f" (size {tgt})"
+        return original(self, a, tgt, msg)
+
+    auto = {name: (None if dims is None else {d: Dim.AUTO for d in dims})
+            for name, dims in dynamic.items()}
+    try:
+        with mock.patch.object(ShapeEnv, "_set_replacement", record):
+            export_program(model, args, kwargs, auto, oblivious)
+    except Exception:  # noqa: BLE001  (the first error is the one reported)
+        return {}
+    return lines
+
+
+def _describe_forced(forced, specs: dict[str, Input], lines: dict[str, str]) -> str:
+    where = "; ".join(sorted(set(lines.values()))) or "a line torch did not record"
+    dims = ", ".join(
+        f"input '{name}' dim {d} (declared min={specs[name].min_shape[d]}, "
+        f"opt={specs[name].opt_shape[d]}, max={specs[name].max_shape[d]})"
+        for name, d in forced)
+    return (f"the model fixes the size of {dims}, so it cannot be dynamic. The size was "
+            f"fixed at {where}. Accepted: declare that dim static (min = opt = max = the "
+            f"size above), or change the model line so the dim may vary.")
 
 
 def export_program(model: torch.nn.Module, args: tuple, kwargs: dict,
-                   dynamic_shapes: Any) -> ExportedProgram:
+                   dynamic_shapes: Any, size_oblivious: bool = False) -> ExportedProgram:
     """Export ``model`` (non-strict) to torch.export's pre-dispatch IR: composite ops such as
     ``linear`` stay whole and the model's forward is traced once. (Tracing straight to
     functional ATen IR traces it twice, once to collect metadata: ~1.1 s instead of ~0.5 s
-    on BERT-base.) Lowering decomposes what it must node by node; see ``lower_program``."""
-    with torch.no_grad():
+    on BERT-base.) Lowering decomposes what it must node by node; see ``lower_program``.
+    ``size_oblivious``: Note [Tracing dynamic dims]."""
+    with torch.no_grad(), fx_config.patch(backed_size_oblivious=size_oblivious):
         return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes,
                                    strict=False)
 

@@ -1,0 +1,118 @@
+"""Dynamic ranges as users declare them (Note [Tracing dynamic dims] in capture.py): a batch
+range 1..8 optimized for batch 1, a sequence range 1..128 optimized for 1, small ranges such
+as 1..2, and a dim the model forces static (a clear error naming the dim and the model
+line). Every compiled module is checked at min, opt, max and sizes between against eager
+in float64 (torch_trt_ref.accuracy)."""
+
+import copy
+
+import pytest
+import torch
+import torchvision
+from transformers import BertConfig, BertModel
+
+import torch_trt_ref
+from torch_trt_ref import Input
+from torch_trt_ref.accuracy import judge
+from torch_trt_ref.capture import DynamicShapeError, trace_shape
+
+
+def check(model, compiled, make_args):
+    """compiled(*args) equals eager under the float64 rule."""
+    model64 = copy.deepcopy(model).double()
+    with torch.no_grad():
+        args = make_args()
+        args64 = [a.double() if a.is_floating_point() else a for a in args]
+        verdict = judge(compiled(*args), model(*args), model64(*args64))
+    assert verdict.passed, verdict.message
+
+
+def test_trace_shape_moves_opt_of_one_into_the_range():
+    assert trace_shape(Input(min_shape=(1, 3), opt_shape=(1, 3), max_shape=(8, 3))) == (2, 3)
+    assert trace_shape(Input(min_shape=(0, 3), opt_shape=(0, 3), max_shape=(1, 3))) == (1, 3)
+    assert trace_shape(Input(min_shape=(4, 3), opt_shape=(4, 3), max_shape=(8, 3))) == (4, 3)
+    assert trace_shape(Input(shape=(1, 3))) == (1, 3)  # static dims keep their size
+
+
+def test_resnet18_batch_min_1_opt_1_max_8():
+    torch.manual_seed(0)
+    model = torchvision.models.resnet18(weights=None).eval()
+    spec = Input(min_shape=(1, 3, 224, 224), opt_shape=(1, 3, 224, 224),
+                 max_shape=(8, 3, 224, 224))
+    compiled = torch_trt_ref.compile(model, [spec], executor="reference")
+    assert not compiled.compile_report.fallbacks
+    for batch in (1, 3, 6, 8):
+        check(model, compiled, lambda: [torch.randn(batch, 3, 224, 224)])
+
+
+class FirstOutput(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids)[0]
+
+
+def test_default_attention_bert_sequence_min_1_opt_1_max_128():
+    torch.manual_seed(0)
+    config = BertConfig(hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=128, vocab_size=100, max_position_embeddings=128)
+    assert config._attn_implementation in (None, "sdpa")  # the library default
+    model = FirstOutput(BertModel(config)).eval()
+    spec = Input(min_shape=(1, 1), opt_shape=(1, 1), max_shape=(1, 128), dtype=torch.int64,
+                 high=100)
+    compiled = torch_trt_ref.compile(model, [spec], min_block_size=1,
+                                     require_full_compilation=True, executor="reference")
+    for seq in (1, 17, 64, 128):
+        ids = torch.randint(0, 100, (1, seq), generator=torch.Generator().manual_seed(seq))
+        check(model, compiled, lambda: [ids])
+
+
+class SmallOps(torch.nn.Module):
+    """Elementwise, activation, reduction, slice and normalization ops."""
+
+    def forward(self, x):
+        y = torch.nn.functional.layer_norm(torch.relu(x) * 2 + 1, x.shape[-1:])
+        return y[:, 1:].sum(-1) + x.mean(0)[1:].sum(-1)
+
+
+@pytest.mark.parametrize("lo,opt,hi", [(1, 1, 2), (1, 2, 2), (0, 1, 3), (2, 2, 3)])
+def test_small_ranges_compile_and_match_at_every_size(lo, opt, hi):
+    model = SmallOps()
+    spec = Input(min_shape=(lo, 5, 4), opt_shape=(opt, 5, 4), max_shape=(hi, 5, 4))
+    compiled = torch_trt_ref.compile(model, [spec], min_block_size=1,
+                                     require_full_compilation=True, executor="reference")
+    for batch in range(max(lo, 1), hi + 1):  # (a zero-size batch has no float64 reference)
+        check(model, compiled, lambda: [torch.randn(batch, 5, 4)])
+
+
+def test_random_in_range_shapes():
+    model = SmallOps()
+    spec = Input(min_shape=(1, 2, 4), opt_shape=(1, 8, 4), max_shape=(9, 16, 4))
+    compiled = torch_trt_ref.compile(model, [spec], min_block_size=1,
+                                     require_full_compilation=True, executor="reference")
+    gen = torch.Generator().manual_seed(0)
+    for _ in range(4):
+        batch, rows = (int(torch.randint(lo, hi + 1, (), generator=gen))
+                       for lo, hi in ((1, 9), (2, 16)))
+        check(model, compiled, lambda: [torch.randn(batch, rows, 4)])
+
+
+class ForcesBatchOfFour(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("bias", torch.ones(4, 3))
+
+    def forward(self, x):
+        return x * 2 + self.bias  # the model line that fixes dim 0 to 4
+
+
+def test_a_dim_the_model_forces_static_is_a_clear_error():
+    spec = Input(min_shape=(1, 3), opt_shape=(4, 3), max_shape=(8, 3))
+    with pytest.raises(DynamicShapeError) as err:
+        torch_trt_ref.compile(ForcesBatchOfFour(), [spec])
+    message = str(err.value)
+    assert "input 'x' dim 0" in message and "min=1, opt=4, max=8" in message
+    assert "test_declared_ranges.py" in message and "x * 2 + self.bias" in message
+    assert "size 4" in message
