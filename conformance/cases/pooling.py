@@ -2,6 +2,7 @@
 divisor_override, unbatched) and adaptive avg/max pooling (divisible and not)."""
 
 import torch
+import torch.nn.functional as F
 
 from ..case import Case, T
 
@@ -40,3 +41,27 @@ CASES = [
     _max(aten.adaptive_max_pool2d.default, (T((1, 2, 7, 5)), [3, 2]), "uneven"),
     _max(aten.adaptive_max_pool3d.default, (T((1, 2, 4, 5, 6)), [2, 2, 4]), "mixed"),
 ]
+
+# Spellings of kernel_size/stride/padding as models write them (Note [ATen int lists] in
+# torch_trt_ref/conversion/args.py): a bare int, a one-element list, a full list and an
+# empty stride (= kernel_size); the dynamic variant varies batch and spatial dims.
+SPELLINGS = {"int": lambda v, nd: v, "one": lambda v, nd: [v], "full": lambda v, nd: [v] * nd}
+_POOLS = {("max", 1): F.max_pool1d, ("max", 2): F.max_pool2d, ("max", 3): F.max_pool3d,
+          ("avg", 1): F.avg_pool1d, ("avg", 2): F.avg_pool2d, ("avg", 3): F.avg_pool3d}
+_CHECK = {("max", 1): max2d, ("max", 2): max2d, ("max", 3): max3d,
+          ("avg", 1): avg2d, ("avg", 2): avg2d, ("avg", 3): avg3d}
+_SPATIAL = (9, 8, 7)
+
+
+def _spelled(kind: str, nd: int, spelling: str) -> Case:
+    s = lambda v: SPELLINGS[spelling](v, nd)  # noqa: E731
+    # torch.export specializes the length of max_pool1d's input: only its batch varies
+    spatial = () if (kind, nd) == ("max", 1) else tuple(range(2, nd + 2))
+    x = T((2, 3) + _SPATIAL[:nd], dynamic=(0,) + spatial)
+    args = (x, [3] * nd, []) if spelling == "empty_stride" else (x, s(3), s(2), s(1))
+    return Case(_POOLS[kind, nd], args, name=f"{kind}{nd}d_{spelling}",
+                check_op=_CHECK[kind, nd], dtypes=(torch.float32,))
+
+
+CASES += [_spelled(kind, nd, spelling) for kind in ("max", "avg") for nd in (1, 2, 3)
+          for spelling in list(SPELLINGS) + ["empty_stride"]]

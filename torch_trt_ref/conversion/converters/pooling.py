@@ -178,7 +178,11 @@ def _adaptive_validator(nd: int, what: str):
         spatial = meta(node.args[0]).shape[-nd:]
         if not all(isinstance(d, int) for d in spatial):
             return f"{what} needs static spatial dims"
-        if not all(isinstance(d, int) for d in node_args(node)["output_size"]):
+        try:
+            output_size = per_dim(node_args(node)["output_size"], nd, "output_size")
+        except ValueError as err:
+            return f"{what} arguments: {err}"
+        if not all(isinstance(d, int) for d in output_size):
             return f"{what} needs a static output_size"
         return None
 
@@ -229,7 +233,7 @@ def _register_adaptive(target, nd: int, average: bool):
     @converter(target, validator=_adaptive_validator(nd, what), dynamic=True,
                family="pooling")
     def adaptive_pool(ctx, input, output_size):
-        out = _adaptive(ctx, input, list(output_size), average)
+        out = _adaptive(ctx, input, per_dim(output_size, nd, "output_size"), average)
         return out if average else (out, None)
 
 
