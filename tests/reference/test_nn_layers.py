@@ -1,6 +1,9 @@
-"""Reference CONVOLUTION, DECONVOLUTION, POOLING, NORMALIZATION, MATRIX_MULTIPLY, RESIZE and
-PARAMETRIC_RELU layers against hand-derived values (worked out by hand from TensorRT's
+"""Reference CONVOLUTION, DECONVOLUTION, POOLING, NORMALIZATION, LRN, MATRIX_MULTIPLY, RESIZE
+and PARAMETRIC_RELU layers against hand-derived values (worked out by hand from TensorRT's
 documented formulas; the derivation is in the comment next to each expectation)."""
+
+import itertools
+import math
 
 import pytest
 import torch
@@ -192,3 +195,230 @@ def grid_sample(grid, mode="LINEAR", align=True, sample="FILL"):
 ])
 def test_grid_sample(kw, grid, expected):
     assert torch.allclose(grid_sample(grid, **kw), f32(expected))
+
+
+# --- padding modes (TensorRT's PaddingMode formulas), pooling types, normalization, LRN ---
+
+
+def conv1d(values, kernel, mode, stride=1, dilation=1, pre=0, post=0, kind="CONVOLUTION"):
+    x = f32(values).reshape(1, 1, -1)
+    out = run(kind, [x], num_output_maps=1, kernel_size_nd=(len(kernel),), stride_nd=(stride,),
+              dilation_nd=(dilation,), num_groups=1, pre_padding=(pre,), post_padding=(post,),
+              padding_mode=mode, kernel=f32(kernel), bias=None)
+    return out.flatten().tolist()
+
+
+@pytest.mark.parametrize("mode,kw,expected", [
+    # I=5, S=1, F=2: P = floor(4/1)*1 + 2 - 5 = 1; SAME_UPPER puts it after (B=0, A=1):
+    # windows [1,2] [2,3] [3,4] [4,5] [5,0]
+    ("SAME_UPPER", {}, [3, 5, 7, 9, 5]),
+    # SAME_LOWER puts it before (B=1, A=0): [0,1] [1,2] ... [4,5]
+    ("SAME_LOWER", {}, [1, 3, 5, 7, 9]),
+    # dilation 2: DK = 3, P = 4 + 3 - 5 = 2, B = A = 1 over [0,1,2,3,4,5,0], taps j, j+2
+    ("SAME_UPPER", {"dilation": 2}, [2, 4, 6, 8, 4]),
+    # stride 2: O = ceil(5/2) = 3, P = floor(4/2)*2 + 2 - 5 = 1 -> A = 1: [1,2] [3,4] [5,0]
+    ("SAME_UPPER", {"stride": 2}, [3, 7, 5]),
+    # no padding, S=2: ROUND_DOWN O = floor(3/2) + 1 = 2; ROUND_UP O = ceil(3/2) + 1 = 3,
+    # the last window [5, past the end] reads only 5
+    ("EXPLICIT_ROUND_DOWN", {"stride": 2}, [3, 7]),
+    ("EXPLICIT_ROUND_UP", {"stride": 2}, [3, 7, 5]),
+    # SAME overrides explicit padding
+    ("SAME_LOWER", {"pre": 3, "post": 3}, [1, 3, 5, 7, 9]),
+])
+def test_convolution_padding_modes(mode, kw, expected):
+    assert conv1d([1, 2, 3, 4, 5], [1, 1], mode, **kw) == expected
+
+
+@pytest.mark.parametrize("mode,kw,expected", [
+    # x = [1, 2], kernel [1, 10, 100], S=2: full output (2-1)*2 + 3 = 5 long,
+    # [1, 10, 100] + [0, 0, 2, 20, 200] = [1, 10, 102, 20, 200]
+    ("EXPLICIT_ROUND_DOWN", {}, [1, 10, 102, 20, 200]),
+    ("EXPLICIT_ROUND_UP", {"pre": 1}, [10, 102, 20, 200]),  # B = 1 cropped in front
+    # SAME: P = max(DK - S, 0) = 1, O = min(I*S, (I-1)*S + DK) = 4; UPPER crops the back
+    ("SAME_UPPER", {}, [1, 10, 102, 20]),
+    ("SAME_LOWER", {}, [10, 102, 20, 200]),
+    # dilation 2: DK = 5, full output (2-1)*2 + 5 = 7: taps at 0, 2, 4 and 2, 4, 6:
+    # [1, 0, 10+2, 0, 100+20, 0, 200]; P = 3, UPPER B=1 A=2, LOWER B=2 A=1
+    ("SAME_UPPER", {"dilation": 2}, [0, 12, 0, 120]),
+    ("SAME_LOWER", {"dilation": 2}, [12, 0, 120, 0]),
+])
+def test_deconvolution_padding_modes(mode, kw, expected):
+    assert conv1d([1, 2], [1, 10, 100], mode, stride=2, kind="DECONVOLUTION", **kw) == expected
+
+
+def pool1d(values, kind, mode, window=2, stride=2, pre=0, post=0, exclude=False, blend=0.0):
+    out = run("POOLING", [f32(values).reshape(1, 1, -1)], type=kind, window_size_nd=(window,),
+              stride_nd=(stride,), pre_padding=(pre,), post_padding=(post,),
+              padding_mode=mode, average_count_excludes_padding=exclude, blend_factor=blend)
+    return out.flatten().tolist()
+
+
+@pytest.mark.parametrize("mode,exclude,expected", [
+    # I=4, B=1, F=S=2, ROUND_UP: M=5, O = ceil(3/2) + 1 = 3, windows [pad,1] [2,3] [4,past]
+    # with sums 1, 5, 4. The denominator is the overlap with the padded input (2, 2, 1:
+    # the part past M is not padding) or with the unpadded input (1, 2, 1).
+    ("EXPLICIT_ROUND_UP", False, [0.5, 2.5, 4]),
+    ("EXPLICIT_ROUND_UP", True, [1, 2.5, 4]),
+    ("EXPLICIT_ROUND_DOWN", False, [0.5, 2.5]),  # O = floor(3/2) + 1 = 2
+    # SAME_LOWER, I=4, S=2, F=2: P = floor(3/2)*2 + 2 - 4 = 0: windows [1,2] [3,4]
+    ("SAME_LOWER", False, [1.5, 3.5]),
+])
+def test_average_pooling_modes(mode, exclude, expected):
+    assert pool1d([1, 2, 3, 4], "AVERAGE", mode, pre=1, exclude=exclude) == expected
+
+
+@pytest.mark.parametrize("mode,window,expected", [
+    # x = [-1, -5, -2, -4, -3] (negative: a 0 from padding would win). F=3, S=1:
+    # P = 4 + 3 - 5 = 2, B = A = 1: [p,-1,-5] [-1,-5,-2] [-5,-2,-4] [-2,-4,-3] [-4,-3,p]
+    ("SAME_UPPER", 3, [-1, -1, -2, -2, -3]),
+    # F=2: P = 1. UPPER (B=0, A=1): [-1,-5] [-5,-2] [-2,-4] [-4,-3] [-3,p]
+    ("SAME_UPPER", 2, [-1, -2, -2, -3, -3]),
+    # LOWER (B=1, A=0): [p,-1] [-1,-5] [-5,-2] [-2,-4] [-4,-3]
+    ("SAME_LOWER", 2, [-1, -1, -2, -2, -3]),
+])
+def test_max_pooling_same_modes(mode, window, expected):
+    assert pool1d([-1, -5, -2, -4, -3], "MAX", mode, window=window, stride=1) == expected
+
+
+def test_max_average_blend():
+    # window 2x2 over [[1, 2], [3, 4]]: max 4, average 2.5; 0.75 * 4 + 0.25 * 2.5 = 3.625
+    out = run("POOLING", [f32([[[[1, 2], [3, 4]]]])], type="MAX_AVERAGE_BLEND",
+              window_size_nd=(2, 2), stride_nd=(1, 1), pre_padding=(0, 0),
+              post_padding=(0, 0), padding_mode="EXPLICIT_ROUND_DOWN",
+              average_count_excludes_padding=False, blend_factor=0.25)
+    assert out.flatten().tolist() == [3.625]
+
+
+def test_pooling_3d():
+    # a 2x2x2 window over 0..7: max 7, average 3.5
+    x = torch.arange(8, dtype=torch.float32).reshape(1, 1, 2, 2, 2)
+    for kind, expected in (("MAX", 7.0), ("AVERAGE", 3.5)):
+        out = run("POOLING", [x], type=kind, window_size_nd=(2, 2, 2), stride_nd=(1, 1, 1),
+                  pre_padding=(0, 0, 0), post_padding=(0, 0, 0),
+                  padding_mode="EXPLICIT_ROUND_DOWN", average_count_excludes_padding=False)
+        assert out.flatten().tolist() == [expected]
+
+
+def window_loop(x, kind, mode, f, s, d, pre, post, exclude):
+    """Independent float64 loop: TensorRT's PaddingMode formulas, then every window."""
+    rows, cols = x.shape
+    geometry = []
+    for i, b, a in ((rows, pre, post), (cols, pre, post)):
+        dk = 1 + d * (f - 1)
+        if mode.startswith("SAME"):
+            o = math.ceil(i / s)
+            p = max(math.floor((i - 1) / s) * s + dk - i, 0)
+            b = p // 2 if mode == "SAME_UPPER" else p - p // 2
+            a = p - b
+        else:
+            rounding = math.ceil if mode == "EXPLICIT_ROUND_UP" else math.floor
+            o = rounding((i + b + a - dk) / s) + 1
+        geometry.append((i, b, a, o))
+    (ri, rb, ra, ro), (ci, cb, ca, co) = geometry
+    out = torch.zeros(ro, co, dtype=torch.float64)
+    for r, c in itertools.product(range(ro), range(co)):
+        values, count = [], 0  # values: the window's input elements
+        for kr, kc in itertools.product(range(f), range(f)):
+            y, z = r * s - rb + kr * d, c * s - cb + kc * d
+            inside = 0 <= y < ri and 0 <= z < ci
+            in_padded = -rb <= y < ri + ra and -cb <= z < ci + ca
+            count += inside if exclude else in_padded
+            if inside:
+                values.append(float(x[y, z]))
+        if kind == "MAX":
+            out[r, c] = max(values)
+        elif kind == "AVERAGE":
+            out[r, c] = sum(values) / count
+        else:  # CONVOLUTION with an all-ones kernel: padding adds zeros
+            out[r, c] = sum(values)
+    return out
+
+
+MODES = ["EXPLICIT_ROUND_DOWN", "EXPLICIT_ROUND_UP", "SAME_UPPER", "SAME_LOWER"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("kind,f,s,d,pre,post,exclude", [
+    ("MAX", 3, 2, 1, 1, 0, False),
+    ("AVERAGE", 3, 2, 1, 1, 0, False),
+    ("AVERAGE", 2, 3, 1, 1, 0, True),
+    ("CONVOLUTION", 3, 2, 2, 1, 2, False),
+    ("CONVOLUTION", 2, 3, 1, 0, 1, False),
+])
+def test_windows_against_loop(mode, kind, f, s, d, pre, post, exclude):
+    x = torch.randn(7, 6, generator=torch.Generator().manual_seed(0))
+    if kind == "CONVOLUTION":
+        out = run(kind, [x.reshape(1, 1, 7, 6)], num_output_maps=1, kernel_size_nd=(f, f),
+                  stride_nd=(s, s), dilation_nd=(d, d), num_groups=1, pre_padding=(pre, pre),
+                  post_padding=(post, post), padding_mode=mode, kernel=torch.ones(f * f),
+                  bias=None)
+    else:
+        out = run("POOLING", [x.reshape(1, 1, 7, 6)], type=kind, window_size_nd=(f, f),
+                  stride_nd=(s, s), pre_padding=(pre, pre), post_padding=(post, post),
+                  padding_mode=mode, average_count_excludes_padding=exclude)
+    expected = window_loop(x.double(), kind, mode, f, s, d, pre, post, exclude)
+    assert torch.allclose(out[0, 0].double(), expected, atol=1e-5)
+
+
+def norm(x, scale, bias, axes, groups=1, eps=0.0):
+    return run("NORMALIZATION", [x, scale, bias], axes=axes, epsilon=eps, num_groups=groups,
+               compute_precision=None)
+
+
+def test_group_normalization_per_channel_scale():
+    # add_normalization_v2: scale and bias [1, C, 1, 1]. Groups [1, 3 | 2, 6] normalize to
+    # [-1, 1 | -1, 1]; * [1, 2, 3, 4] + [0, 0, 0, 1] = [-1, 2, -3, 5]
+    x = f32([1, 3, 2, 6]).reshape(1, 4, 1, 1)
+    out = norm(x, f32([1, 2, 3, 4]).reshape(1, 4, 1, 1), f32([0, 0, 0, 1]).reshape(1, 4, 1, 1),
+               axes=(1 << 2) | (1 << 3), groups=2)
+    assert torch.equal(out.flatten(), f32([-1, 2, -3, 5]))
+
+
+def test_group_normalization_reduces_group_and_spatial_dims():
+    # 2 groups of 2 channels x 2 positions: group 0 = [0, 2, 4, 6] (mean 3, var 5)
+    # and group 1 = [1, 3, 1, 3] (mean 2, var 1)
+    x = f32([0, 2, 4, 6, 1, 3, 1, 3]).reshape(1, 4, 2)
+    ones, zeros = torch.ones(1, 4, 1), torch.zeros(1, 4, 1)
+    out = norm(x, ones, zeros, axes=1 << 2, groups=2)
+    expected = torch.cat([(f32([0, 2, 4, 6]) - 3) / math.sqrt(5), f32([-1, 1, -1, 1])])
+    assert torch.allclose(out.flatten(), expected)
+
+
+def test_instance_normalization_per_channel_scale():
+    # each channel over its spatial dims: [1, 3] and [2, 6] -> [-1, 1]; scale [2, 3],
+    # bias [1, 0], epsilon 1 on channel 0's variance 1: [-1, 1] / sqrt(2)
+    x = f32([[1, 3], [2, 6]]).reshape(1, 2, 1, 2)
+    out = norm(x, f32([2, 3]).reshape(1, 2, 1, 1), f32([1, 0]).reshape(1, 2, 1, 1),
+               axes=(1 << 2) | (1 << 3), eps=0.0)
+    assert torch.equal(out.flatten(), f32([-1, 3, -3, 3]))
+
+
+def test_layer_normalization_over_non_adjacent_axes():
+    # axes {0, 2} of shape (2, 2, 2): per middle index j the four values x[:, j, :];
+    # j = 0: [1, 3, 5, 7] (mean 4, var 5); j = 1: [0, 0, 0, 4] (mean 1, var 3)
+    x = f32([[[1, 3], [0, 0]], [[5, 7], [0, 4]]])
+    out = norm(x, torch.ones(1, 1, 1), torch.zeros(1, 1, 1), axes=0b101)
+    assert torch.allclose(out[:, 0, :].flatten(), (f32([1, 3, 5, 7]) - 4) / math.sqrt(5))
+    assert torch.allclose(out[:, 1, :].flatten(), (f32([0, 0, 0, 4]) - 1) / math.sqrt(3))
+
+
+@pytest.mark.parametrize("window,expected", [
+    # channels hold 0, 1, 2, 3, 4; window 3, alpha 1, beta 1, k 0.1:
+    # y_c = x_c / (0.1 + 1/3 * (sum of x^2 over c-1..c+1, clipped)); sums 1, 5, 14, 29, 25
+    (3, [0, 1 / (0.1 + 5 / 3), 2 / (0.1 + 14 / 3), 3 / (0.1 + 29 / 3), 4 / (0.1 + 25 / 3)]),
+    # window 1: only the channel itself, x / (0.1 + x^2)
+    (1, [0, 1 / 1.1, 2 / 4.1, 3 / 9.1, 4 / 16.1]),
+])
+def test_lrn_cross_channel(window, expected):
+    x = torch.arange(5, dtype=torch.float32).reshape(1, 5, 1, 1).expand(1, 5, 2, 2)
+    out = run("LRN", [x], window_size=window, alpha=1.0, beta=1.0, k=0.1)
+    assert torch.allclose(out[0, :, 1, 0], f32(expected))
+    assert torch.equal(out[..., 0, 0], out[..., 1, 1])
+
+
+def test_lrn_beta_and_rank_3():
+    # rank 3 (C, H, W): channel dim 0. Channels [3, 4], window 3 sees both: sum 25;
+    # (1 + 2/3 * 25) ^ 0.5 = sqrt(53/3)
+    x = f32([3, 4]).reshape(2, 1, 1)
+    out = run("LRN", [x], window_size=3, alpha=2.0, beta=0.5, k=1.0)
+    assert torch.allclose(out.flatten(), f32([3, 4]) / math.sqrt(53 / 3))
