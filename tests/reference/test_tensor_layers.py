@@ -213,6 +213,70 @@ def test_fill_linspace_dynamic_shape_static_alpha_beta():
     assert torch.equal(out, f32([0.5, 0.75, 1.0]))
 
 
+def test_fill_linspace_int64_is_exact_beyond_float64():
+    # alpha 2**53 + 1 is not a float64; TensorRT holds alpha/beta as int64 here
+    out = run("FILL", [], shape=(3,), operation="LINSPACE", alpha=2**53 + 1, beta=2,
+              to_type="INT64")
+    assert torch.equal(out, i64([2**53 + 1, 2**53 + 3, 2**53 + 5]))
+
+
+def test_fill_linspace_int32_from_float_parameters():
+    out = run("FILL", [], shape=(2, 2), operation="LINSPACE", alpha=1.0, beta=[10.0, 1.0],
+              to_type="INT32")
+    assert out.dtype == torch.int32
+    assert torch.equal(out, torch.tensor([[1, 2], [11, 12]], dtype=torch.int32))
+
+
+N = 200_000  # samples for the distribution checks below
+
+
+def random_fill(operation, alpha, beta, to_type="FLOAT", inputs=(), name="fill"):
+    return run("FILL", list(inputs), shape=(N,), operation=operation, alpha=alpha, beta=beta,
+               to_type=to_type, name=name)
+
+
+def test_fill_random_uniform_range_and_moments():
+    out = random_fill("RANDOM_UNIFORM", -2.0, 3.0).double()
+    # U[a, b): mean (a + b) / 2 = 0.5, variance (b - a)^2 / 12 = 25 / 12; the standard error
+    # of the mean is sqrt(25 / 12 / N) = 0.0032, so 0.02 is > 6 standard errors.
+    assert out.min() >= -2.0 and out.max() < 3.0
+    assert abs(out.mean() - 0.5) < 0.02
+    assert abs(out.var() - 25 / 12) < 0.03
+    # each fifth of the range holds a fifth of the samples
+    counts = torch.histc(out, bins=5, min=-2.0, max=3.0) / N
+    assert torch.all((counts - 0.2).abs() < 0.005)
+
+
+def test_fill_random_normal_moments():
+    out = random_fill("RANDOM_NORMAL", 1.5, 0.5).double()
+    assert abs(out.mean() - 1.5) < 0.005   # standard error 0.5 / sqrt(N) = 0.0011
+    assert abs(out.std() - 0.5) < 0.005
+    within_one_sigma = ((out - 1.5).abs() < 0.5).double().mean()
+    assert abs(within_one_sigma - 0.682689) < 0.005  # erf(1 / sqrt(2))
+
+
+def test_fill_random_alpha_beta_from_inputs_and_half_output():
+    out = random_fill("RANDOM_UNIFORM", 0.0, 1.0, to_type="HALF",
+                      inputs=(None, torch.tensor(10.0), torch.tensor(12.0)))
+    assert out.dtype == torch.float16
+    assert out.min() >= 10.0 and out.max() <= 12.0  # fp16 rounding may reach beta
+    assert abs(out.double().mean() - 11.0) < 0.02
+
+
+def test_fill_random_dynamic_shape_input():
+    out = run("FILL", [i64([3, 4])], shape=(1,), operation="RANDOM_NORMAL", alpha=0.0,
+              beta=1.0, to_type="FLOAT", name="f")
+    assert out.shape == (3, 4) and out.dtype == torch.float32
+
+
+def test_fill_random_is_deterministic_per_layer_name():
+    # Note [Random fill seed]: the same layer gives the same values on every run; two
+    # layers draw different streams.
+    first = random_fill("RANDOM_UNIFORM", 0.0, 1.0, name="layer_a")
+    assert torch.equal(first, random_fill("RANDOM_UNIFORM", 0.0, 1.0, name="layer_a"))
+    assert not torch.equal(first, random_fill("RANDOM_UNIFORM", 0.0, 1.0, name="layer_b"))
+
+
 def test_padding_pads_innermost_dims_and_crops_negative():
     x = f32([[[1, 2, 3], [4, 5, 6]]])  # (1, 2, 3)
     out = run("PADDING", [x], pre_padding_nd=(1, -1), post_padding_nd=(0, 1))

@@ -5,6 +5,7 @@ assertion."""
 from __future__ import annotations
 
 import math
+import zlib
 
 import torch
 
@@ -186,27 +187,61 @@ def select(inputs):
     return (torch.where(inputs[0], inputs[1], inputs[2]),)
 
 
-@reference_layer("FILL", "IFillLayer", attrs=("shape", "operation", "alpha", "beta",
-                                              "to_type"))
-def fill(inputs, shape, operation, alpha, beta, to_type):
-    """LINSPACE: out[i...] = alpha + sum_d(i_d * beta_d); RANDOM_* are not deterministic
-    and are not emitted by our converters. Inputs 0/1/2 override shape/alpha/beta."""
-    extra = list(inputs) + [None] * (3 - len(inputs))
-    dims = [int(d) for d in extra[0].tolist()] if extra[0] is not None else list(shape)
-    dtype = DTYPES_BY_NAME[to_type]
-    start = extra[1].reshape(()) if extra[1] is not None else torch.tensor(alpha)
-    if operation != "LINSPACE":
-        raise NotImplementedError(f"fill operation {operation}")
-    out = torch.zeros(dims, dtype=torch.float64) + start.double()
-    if extra[2] is not None:
-        deltas = extra[2].reshape(-1).double().tolist()
-    else:
-        deltas = [float(beta)] if isinstance(beta, (int, float)) else list(beta or [0.0])
+def _fill_scalar(tensor, static):
+    """alpha or beta: input 1/2 when present, else the attribute (an int when TensorRT
+    holds it as int64, else a float)."""
+    if tensor is None:
+        return static
+    values = tensor.reshape(-1).tolist()
+    return values if len(values) > 1 else values[0]
+
+
+def _linspace(dims, start, deltas, dtype):
+    """out[i...] = start + sum_d i_d * deltas[d]; exact int64 when every term is an int."""
+    exact = not dtype.is_floating_point and all(
+        isinstance(v, int) for v in [start, *deltas])
+    work = torch.int64 if exact else torch.float64
+    out = torch.full(dims, start, dtype=work)
     for d, delta in enumerate(deltas[: len(dims)]):
         shape_d = [1] * len(dims)
         shape_d[d] = dims[d]
-        out = out + torch.arange(dims[d], dtype=torch.float64).reshape(shape_d) * delta
-    return (out.to(dtype),)
+        out = out + torch.arange(dims[d], dtype=work).reshape(shape_d) * delta
+    return out.to(dtype)
+
+
+# Note [Random fill seed]: TensorRT documents no seed for RANDOM_UNIFORM / RANDOM_NORMAL, so
+# its values cannot be matched bit for bit; only the distribution is TensorRT's. The
+# reference draws from a torch.Generator seeded with zlib.crc32 of the layer name: a network
+# gives the same values on every run (on any device: the draw is on CPU), and two fill
+# layers (distinct names) draw independent streams.
+def _random(dims, operation, low_or_mean, high_or_std, dtype, name):
+    generator = torch.Generator().manual_seed(zlib.crc32((name or "").encode()))
+    if operation == "RANDOM_UNIFORM":
+        unit = torch.rand(dims, generator=generator, dtype=torch.float64)
+        out = low_or_mean + unit * (high_or_std - low_or_mean)
+    else:
+        out = low_or_mean + high_or_std * torch.randn(dims, generator=generator,
+                                                       dtype=torch.float64)
+    return out.to(dtype)
+
+
+@reference_layer("FILL", "IFillLayer", attrs=("shape", "operation", "alpha", "beta",
+                                              "to_type", "name"))
+def fill(inputs, shape, operation, alpha, beta, to_type, name=None):
+    """LINSPACE: out[i...] = alpha + sum_d(i_d * beta_d) (a static beta b is [b]);
+    RANDOM_UNIFORM: uniform in [alpha, beta); RANDOM_NORMAL: normal with mean alpha and
+    standard deviation beta. Inputs 0/1/2 override shape/alpha/beta.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/Fill.html"""
+    extra = list(inputs) + [None] * (3 - len(inputs))
+    dims = [int(d) for d in extra[0].tolist()] if extra[0] is not None else list(shape)
+    dtype = DTYPES_BY_NAME[to_type]
+    start = _fill_scalar(extra[1], alpha)
+    second = _fill_scalar(extra[2], beta)
+    device = next((t.device for t in inputs if t is not None), torch.device("cpu"))
+    if operation == "LINSPACE":
+        deltas = list(second) if isinstance(second, (list, tuple)) else [second]
+        return (_linspace(dims, start, deltas, dtype).to(device),)
+    return (_random(dims, operation, float(start), float(second), dtype, name).to(device),)
 
 
 @reference_layer("PADDING", "IPaddingLayer", attrs=("pre_padding_nd", "post_padding_nd"))
