@@ -38,7 +38,16 @@ _TORCH_TO_TRT = {
     torch.uint8: trt.uint8,
     torch.bool: trt.bool,
 }
-_TRT_TO_TORCH = {v: k for k, v in _TORCH_TO_TRT.items()}
+# TensorRT's low-precision types as the reference executor holds them (Note [Low-precision
+# tensors], runtime/reference/layers/common.py). Only this direction: a torch tensor of
+# float4_e2m1fn_x2 or int4 elsewhere means packed values, which TensorRT inputs never take.
+_LOW_PRECISION_TO_TORCH = {
+    "FP8": torch.float8_e4m3fn, "E8M0": torch.float8_e8m0fnu,
+    "FP4": torch.float4_e2m1fn_x2, "INT4": torch.int4,
+}
+_TRT_TO_TORCH = {v: k for k, v in _TORCH_TO_TRT.items()} | {
+    getattr(trt.DataType, name): dtype for name, dtype in _LOW_PRECISION_TO_TORCH.items()
+    if hasattr(trt.DataType, name)}
 
 
 def to_trt_dtype(dtype: torch.dtype):
@@ -51,7 +60,12 @@ def to_trt_dtype(dtype: torch.dtype):
 
 
 def to_torch_dtype(dtype) -> torch.dtype:
-    return _TRT_TO_TORCH[dtype]
+    """The torch dtype holding TensorRT DataType ``dtype``, or a KeyError naming it."""
+    try:
+        return _TRT_TO_TORCH[dtype]
+    except KeyError:
+        raise KeyError(f"no torch dtype for TensorRT type {getattr(dtype, 'name', dtype)}") \
+            from None
 
 
 def is_trt_dtype_supported(dtype: torch.dtype) -> bool:
