@@ -11,6 +11,7 @@ import torch
 
 from ..registry import reference_layer
 from .common import DTYPES_BY_NAME, trim
+from .quantize_ops import cast_to
 
 
 @reference_layer("CONSTANT", "IConstantLayer", attrs=("shape",), weights=("weights",))
@@ -24,10 +25,11 @@ def identity(inputs):
 
 
 # Note [Cast rounding]: TensorRT's cast from floating point to integer truncates toward
-# zero, like torch's .to(); bool is true for any non-zero value.
+# zero, like torch's .to(); bool is true for any non-zero value. Casts from and to FP8, FP4,
+# INT4 and E8M0 round and saturate as Note [Low-precision cast] (quantize_ops.py) says.
 @reference_layer("CAST", "ICastLayer", attrs=("to_type",))
 def cast(inputs, to_type):
-    return (inputs[0].to(DTYPES_BY_NAME[to_type]),)
+    return (cast_to(inputs[0], to_type),)
 
 
 @reference_layer("SHUFFLE", "IShuffleLayer",
