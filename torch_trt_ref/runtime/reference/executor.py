@@ -19,6 +19,11 @@ class ReferenceMismatchError(RuntimeError):
 
 
 def _check(layer: LayerRecord, info: TensorInfo, value: torch.Tensor) -> None:
+    """``value`` has the dtype (Note [Low-precision tensors]) and shape TensorRT inferred."""
+    if not isinstance(info.dtype, torch.dtype):  # a TensorRT type without a representation
+        raise NotImplementedError(
+            f"layer {layer.name} ({layer.kind}) output {info.name}: the reference executor "
+            f"has no representation for TensorRT type {info.dtype}")
     if value.dtype != info.dtype:
         raise ReferenceMismatchError(
             f"layer {layer.name} ({layer.kind}) output {info.name}: dtype {value.dtype}, "
