@@ -1,0 +1,250 @@
+"""Reference RESIZE (every InterpolationMode, coordinate transformation, rounding mode and
+selector; cubic_coeff, exclude_outside, scales), NMS and GRID_SAMPLE layers against values
+worked out by hand from TensorRT's documented semantics (the derivation is in the comment
+next to each expectation) or an independent float64 loop written here."""
+
+import math
+
+import pytest
+import torch
+
+from torch_trt_ref.runtime.reference.registry import REFERENCE_LAYERS
+
+
+def run(kind, inputs, **attrs):
+    return REFERENCE_LAYERS[kind].run(list(inputs), **attrs)
+
+
+def f32(values):
+    return torch.tensor(values, dtype=torch.float32)
+
+
+def resize(x, shape=(), scales=(), mode="NEAREST", transform="ASYMMETRIC", rounding="FLOOR",
+           selector="FORMULA", coeff=-0.75, exclude=False, dynamic=None):
+    inputs = [x] if dynamic is None else [x, dynamic]
+    (out,) = run("RESIZE", inputs, shape=shape, scales=scales, resize_mode=mode,
+                 coordinate_transformation=transform, nearest_rounding=rounding,
+                 selector_for_single_pixel=selector, cubic_coeff=coeff, exclude_outside=exclude)
+    return out
+
+
+@pytest.mark.parametrize("rounding,expected", [
+    # ASYMMETRIC 2 -> 4: src = dst * 2/4 = 0, .5, 1, 1.5 (clamped to index 1)
+    ("HALF_UP", [10, 20, 20, 20]),  # .5 -> 1
+    ("HALF_DOWN", [10, 10, 20, 20]),  # .5 -> 0, 1.5 -> 1
+    ("FLOOR", [10, 10, 20, 20]),
+    ("CEIL", [10, 20, 20, 20]),
+])
+def test_resize_nearest_rounding(rounding, expected):
+    out = resize(f32([10, 20]), shape=(4,), rounding=rounding)
+    assert out.tolist() == expected
+
+
+def test_resize_nearest_three_dims_and_leading_dim():
+    # every dim that changes is resized: (2, 1, 1, 2) -> (2, 2, 2, 4), ASYMMETRIC floor
+    # repeats each element along the grown dims; dim 0 is unchanged
+    x = f32([[[[1, 2]]], [[[3, 4]]]])
+    out = resize(x, shape=(2, 2, 2, 4))
+    assert torch.equal(out[0, 1, 1], f32([1, 1, 2, 2]))
+    assert torch.equal(out[1, 0, 0], f32([3, 3, 4, 4]))
+
+
+@pytest.mark.parametrize("transform,size,expected", [
+    # ASYMMETRIC 2 -> 4: src = 0, .5, 1, 1.5 -> clamped to 1: [0, 2, 4, 4]
+    ("ASYMMETRIC", 4, [0, 2, 4, 4]),
+    # HALF_PIXEL 2 -> 3: src = (dst + .5) * 2/3 - .5 = -1/6 (clamped 0), .5, 7/6 (clamped 1)
+    ("HALF_PIXEL", 3, [0, 2, 4]),
+])
+def test_resize_linear(transform, size, expected):
+    out = resize(f32([0, 4]), shape=(size,), mode="LINEAR", transform=transform)
+    assert torch.allclose(out, f32(expected))
+
+
+def test_resize_linear_three_innermost_dims():
+    # trilinear ALIGN_CORNERS 2 -> 3 on each of three dims: the centre (src 0.5, 0.5, 0.5)
+    # is the mean of the 8 corners 0..7 = 3.5; corners stay
+    x = torch.arange(8, dtype=torch.float32).reshape(1, 2, 2, 2)
+    out = resize(x, shape=(1, 3, 3, 3), mode="LINEAR", transform="ALIGN_CORNERS")
+    assert out[0, 1, 1, 1].item() == 3.5
+    assert out[0, 2, 2, 2].item() == 7 and out[0, 0, 0, 2].item() == 1
+
+
+@pytest.mark.parametrize("selector,expected", [
+    ("UPPER", 0.0),  # one output pixel: the upper-left input
+    ("FORMULA", 4.0),  # HALF_PIXEL 3 -> 1: src = .5 * 3 - .5 = 1
+])
+def test_resize_single_pixel_selector(selector, expected):
+    out = resize(f32([0, 4, 8]), shape=(1,), mode="LINEAR", transform="HALF_PIXEL",
+                 selector=selector)
+    assert out.tolist() == [expected]
+
+
+def keys(s, a):
+    """Keys' cubic convolution kernel at distance s (Keys 1981; ONNX Resize cubic)."""
+    s = abs(s)
+    if s <= 1:
+        return (a + 2) * s ** 3 - (a + 3) * s ** 2 + 1
+    if s < 2:
+        return a * s ** 3 - 5 * a * s ** 2 + 8 * a * s - 4 * a
+    return 0.0
+
+
+def cubic_loop(values, src, a, exclude):
+    """Independent float64 loop: the four neighbours of floor(src), edge values outside or,
+    with exclude, weight 0 outside and the rest renormalized."""
+    n = len(values)
+    base = math.floor(src)
+    taps = [(j, keys(src - j, a)) for j in range(base - 1, base + 3)]
+    if exclude:
+        taps = [(j, w) for j, w in taps if 0 <= j < n]
+        total = sum(w for _, w in taps)
+        taps = [(j, w / total) for j, w in taps]
+    return sum(w * values[min(max(j, 0), n - 1)] for j, w in taps)
+
+
+@pytest.mark.parametrize("coeff", [-0.75, -0.5])
+@pytest.mark.parametrize("exclude", [False, True])
+@pytest.mark.parametrize("transform", ["ALIGN_CORNERS", "HALF_PIXEL", "ASYMMETRIC"])
+def test_resize_cubic_against_loop(coeff, exclude, transform):
+    values = [0.0, 0.0, 16.0, 0.0, 3.0]
+    n, m = len(values), 8
+    out = resize(f32([values]), shape=(1, m), mode="CUBIC", transform=transform,
+                 coeff=coeff, exclude=exclude)
+    for dst in range(m):
+        src = {"ALIGN_CORNERS": dst * (n - 1) / (m - 1), "ASYMMETRIC": dst * n / m,
+               "HALF_PIXEL": (dst + 0.5) * n / m - 0.5}[transform]
+        assert out[0, dst].item() == pytest.approx(cubic_loop(values, src, coeff, exclude),
+                                                   abs=1e-5)
+
+
+def test_resize_cubic_coefficient_by_hand():
+    # ALIGN_CORNERS 4 -> 7, src = dst / 2. A = -0.5 at t = .5: Keys weights
+    # (-0.0625, 0.5625, 0.5625, -0.0625). dst 3 (src 1.5): 16 * 0.5625 = 9.
+    # dst 1 (src .5) reads index -1: clamped to 0 (value 0) -> 16 * -0.0625 = -1; with
+    # exclude_outside its weight is 0 and the rest (sum 1.0625) renormalized: -1 / 1.0625
+    x = f32([[0, 0, 16, 0]])
+    out = resize(x, shape=(1, 7), mode="CUBIC", transform="ALIGN_CORNERS", coeff=-0.5)
+    assert out[0, 3].item() == pytest.approx(9.0) and out[0, 1].item() == pytest.approx(-1.0)
+    out = resize(x, shape=(1, 7), mode="CUBIC", transform="ALIGN_CORNERS", coeff=-0.5,
+                 exclude=True)
+    assert out[0, 1].item() == pytest.approx(-1 / 1.0625)
+
+
+def test_resize_scales_set_size_and_coordinates():
+    # scales 1.5 on length 3: out = floor(4.5) = 4; HALF_PIXEL with 1/scale (ONNX's
+    # Resize): src = (dst + .5) / 1.5 - .5 = -1/6, 1/2, 7/6, 11/6 -> over [0, 3, 6]:
+    # [0, 1.5, 3.5, 5.5]
+    expected = [0, 1.5, 3.5, 5.5]
+    out = resize(f32([0, 3, 6]), scales=(1.5,), mode="LINEAR", transform="HALF_PIXEL")
+    assert torch.allclose(out, f32(expected))
+    # the same scales given as a float input 1
+    out = resize(f32([0, 3, 6]), mode="LINEAR", transform="HALF_PIXEL", dynamic=f32([1.5]))
+    assert torch.allclose(out, f32(expected))
+
+
+def test_resize_shape_from_input_1():
+    out = resize(f32([1, 2]), dynamic=torch.tensor([3], dtype=torch.int32))
+    assert out.tolist() == [1, 1, 2]  # ASYMMETRIC floor: src = 0, 2/3, 4/3
+
+
+# --- NMS ---
+
+# boxes A, B overlap with IoU 81 / 119 = 0.68; C is apart from both
+BOXES = f32([[[0, 0, 10, 10], [1, 1, 11, 11], [20, 20, 30, 30]]])
+# scores [box, class]: A (0.9, 0.1), B (0.8, 0.85), C (0.7, 0.2)
+SCORES = f32([[[0.9, 0.1], [0.8, 0.85], [0.7, 0.2]]])
+
+
+def nms(boxes=BOXES, scores=SCORES, limit=2, iou=0.5, score=0.15, fmt="CORNER_PAIRS",
+        topk=5000, indices_type="INT32"):
+    inputs = [boxes, scores, torch.tensor(limit, dtype=torch.int32), f32(iou), f32(score)]
+    selected, count = run("NMS", inputs, bounding_box_format=fmt, topk_box_limit=topk,
+                          indices_type=indices_type)
+    assert count.dtype == torch.int32 and count.item() == selected.shape[0]
+    return selected
+
+
+def test_nms_selects_by_score_across_classes():
+    # scores above 0.15, by decreasing score: (A,0) .9, (B,1) .85, (B,0) .8, (C,0) .7,
+    # (C,1) .2. (A,0) kept; (B,1) kept (class 1 had none); (B,0) suppressed by A (IoU .68
+    # > .5); (C,0) kept; (C,1) kept. Rows (batch, class, box) in that order.
+    assert nms().tolist() == [[0, 0, 0], [0, 1, 1], [0, 0, 2], [0, 1, 2]]
+
+
+@pytest.mark.parametrize("kw,expected", [
+    # one box per class: (C,0) and (C,1) come after their class is full
+    ({"limit": 1}, [[0, 0, 0], [0, 1, 1]]),
+    # only the top 3 pairs are candidates: (A,0), (B,1), (B,0) -> B suppressed
+    ({"topk": 3}, [[0, 0, 0], [0, 1, 1]]),
+    # IoU threshold 0.7 > 0.68: (B,0) is kept, then class 0 is full (limit 2)
+    ({"iou": 0.7}, [[0, 0, 0], [0, 1, 1], [0, 0, 1], [0, 1, 2]]),
+    # score threshold 0.75: only .9, .85, .8 exceed it
+    ({"score": 0.75}, [[0, 0, 0], [0, 1, 1]]),
+    ({"limit": 0}, []),
+])
+def test_nms_limits_and_thresholds(kw, expected):
+    assert nms(**kw).tolist() == expected
+
+
+def test_nms_box_formats_and_index_type():
+    centers = f32([[[5, 5, 10, 10], [6, 6, 10, 10], [25, 25, 10, 10]]])  # same boxes
+    flipped = BOXES[..., [2, 3, 0, 1]]  # the other diagonal's corners, first
+    expected = [[0, 0, 0], [0, 1, 1], [0, 0, 2], [0, 1, 2]]
+    assert nms(boxes=centers, fmt="CENTER_SIZES").tolist() == expected
+    assert nms(boxes=flipped).tolist() == expected
+    assert nms(indices_type="INT64").dtype == torch.int64
+
+
+def test_nms_iou_equal_to_threshold_is_kept():
+    # [0, 3] x [0, 1] and [1, 4] x [0, 1]: intersection 2, union 4, IoU exactly 0.5
+    boxes = f32([[[0, 0, 3, 1], [1, 0, 4, 1]]])
+    scores = f32([[[0.9], [0.8]]])
+    assert nms(boxes, scores, iou=0.5, score=0.0).tolist() == [[0, 0, 0], [0, 0, 1]]
+    assert nms(boxes, scores, iou=0.49, score=0.0).tolist() == [[0, 0, 0]]
+
+
+def test_nms_per_class_boxes_and_batches():
+    # boxes [B, N, C, 4]: in class 1 the two boxes are far apart, in class 0 identical;
+    # batch 1 has the scores reversed. Increasing batch, then decreasing score.
+    same, apart = f32([[0, 0, 1, 1], [0, 0, 1, 1]]), f32([[0, 0, 1, 1], [5, 5, 6, 6]])
+    boxes = torch.stack([same, apart], 1).unsqueeze(0).expand(2, 2, 2, 4)
+    scores = torch.stack([f32([[0.9, 0.6], [0.8, 0.7]]), f32([[0.6, 0.9], [0.7, 0.8]])])
+    rows = nms(boxes, scores, iou=0.5, score=0.0).tolist()
+    assert rows == [[0, 0, 0], [0, 1, 1], [0, 1, 0],  # (1, 0) .8 suppressed by (0, 0)
+                    [1, 1, 0], [1, 1, 1], [1, 0, 1]]  # (0, 0) .6 suppressed by (1, 0) .7
+
+
+# --- GRID_SAMPLE ---
+
+IMAGE = f32([[[[1, 2], [3, 4]]]])
+
+
+def grid_sample(x, grid, mode="LINEAR", align=False, sample="FILL"):
+    (out,) = run("GRID_SAMPLE", [x, grid], interpolation_mode=mode, align_corners=align,
+                 sample_mode=sample)
+    return out.flatten().tolist()
+
+
+@pytest.mark.parametrize("sample,expected", [
+    # (x, y) = (-2, -1) without align corners: pixel coordinates ((g + 1) * 2 - 1) / 2 =
+    # (-1.5, -0.5). FILL: weight 1/2 each on columns -2 and -1 (outside) of row -0.5 ->
+    # zeros everywhere -> 0. CLAMP: the border pixel (0, 0) = 1. REFLECT: -1.5 mirrors
+    # about -0.5 to 0.5, -0.5 stays -0.5 -> clipped to row 0: (1 + 2) / 2
+    ("FILL", 0.0), ("CLAMP", 1.0), ("REFLECT", 1.5),
+])
+def test_grid_sample_modes(sample, expected):
+    assert grid_sample(IMAGE, f32([[[[-2, -1]]]]), sample=sample) == [expected]
+
+
+def test_grid_sample_3d_linear_and_cubic_2d():
+    # rank 5, align corners: the centre of a 2x2x2 volume is the mean of 0..7
+    x = torch.arange(8, dtype=torch.float32).reshape(1, 1, 2, 2, 2)
+    assert grid_sample(x, torch.zeros(1, 1, 1, 1, 3), align=True) == [3.5]
+    # bicubic at a pixel centre is that pixel (Keys' weights 0, 1, 0, 0)
+    assert grid_sample(IMAGE, f32([[[[1, 1]]]]), mode="CUBIC", align=True) == [4.0]
+
+
+def test_grid_sample_wrap_is_not_a_grid_sample_mode():
+    # IGridSampleLayer allows only CLAMP, FILL and REFLECT
+    with pytest.raises(NotImplementedError):
+        grid_sample(IMAGE, torch.zeros(1, 1, 1, 2), sample="WRAP")
