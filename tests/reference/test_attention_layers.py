@@ -155,6 +155,42 @@ def test_attention_packed_query_and_key_value():
     torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-6)
 
 
+def test_attention_packed_query_padded_key_value():
+    # a packed query [tokens, heads, dim] (sequences of 2 and 1 tokens) against padded
+    # key-values [B, heads, S, dim] of valid lengths 3 and 2
+    q, k, v = randn(3, 2, 4, seed=40), randn(2, 1, 3, 4, seed=41), randn(2, 1, 3, 4, seed=42)
+    q_cum, kv_len = torch.tensor([0, 2, 3]).int(), torch.tensor([3, 2]).int()
+    out, _ = run_network(
+        add_attention(query_form=trt.AttentionIOForm.PACKED_NHD, query_lengths="q_cum",
+                      key_value_lengths="kv_len"), q=q, k=k, v=v, q_cum=q_cum, kv_len=kv_len)
+    expected = torch.cat([
+        attention64(q[0:2].transpose(0, 1)[None], k[0:1, :, :3], v[0:1, :, :3])[0],
+        attention64(q[2:3].transpose(0, 1)[None], k[1:2, :, :2], v[1:2, :, :2])[0]],
+        dim=1).transpose(0, 1)
+    torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-6)
+
+
+def run_attention_input(inputs, **settings):
+    attrs = dict(norm_op="SOFTMAX", causal_kind="NONE", query_form="PADDED_BHND",
+                 key_value_form="PADDED_BHND", normalization_quantize_to_type=None)
+    return REFERENCE_LAYERS["ATTENTION_INPUT"].run(inputs, **{**attrs, **settings})
+
+
+def test_attention_over_several_ranks_is_an_error():
+    # IAttention.num_ranks > 1: context-parallel, each device holds a shard of the sequence
+    q = torch.zeros(1, 1, 2, 2)
+    with pytest.raises(NotImplementedError, match="2 ranks"):
+        run_network(add_attention(num_ranks=2), q=q, k=q, v=q)
+
+
+def test_attention_mask_with_packed_form_is_an_error():
+    q, mask = torch.zeros(2, 1, 2), torch.ones(1, 1, 2, 2, dtype=torch.bool)
+    lengths = torch.tensor([0, 2]).int()
+    with pytest.raises(NotImplementedError, match="PACKED_NHD"):
+        run_attention_input([q, q, q, mask, None, lengths, lengths], query_form="PACKED_NHD",
+                            key_value_form="PACKED_NHD")
+
+
 def test_attention_half_inputs_give_half_output():
     q, k, v = (randn(1, 2, 3, 8, seed=s, dtype=torch.float16) for s in (18, 19, 20))
     out, _ = run_network(add_attention(), q=q, k=k, v=v)
@@ -410,6 +446,7 @@ ONNX_PASS = [
     "test_attention_23_boolmask_fullymasked_row_nan_robustness", "test_attention_3d_attn_mask",
     "test_attention_3d_gqa_attn_mask", "test_attention_4d_attn_mask",
     "test_attention_4d_attn_mask_bool", "test_attention_4d_gqa_attn_mask",
+    "test_tensorscatter",  # KV_CACHE_UPDATE
 ]
 # The parser drops nonpad_kv_seqlen (and makes is_causal UPPER_LEFT) or the window sizes:
 # the network computes another function than the ONNX node.
@@ -453,7 +490,7 @@ def run_onnx_case(name):
     parser = trt.OnnxParser(net, make_logger())
     assert parser.parse(case.model.SerializeToString())
     snapshot = take_snapshot(net, {})
-    assert set(snapshot.kinds()) & {"ATTENTION_INPUT", "ROTARY_EMBEDDING"}
+    assert set(snapshot.kinds()) & {"ATTENTION_INPUT", "ROTARY_EMBEDDING", "KV_CACHE_UPDATE"}
     (data_in, data_out), = case.data_sets
     initializers = {init.name for init in case.model.graph.initializer}
     names = [i.name for i in case.model.graph.input if i.name not in initializers]
@@ -490,6 +527,6 @@ def test_onnx_nonpad_cases_direct(name):
     (out,) = REFERENCE_LAYERS["ATTENTION_INPUT"].run(
         [q * scale, k, v, None, None, None, lengths.int()], norm_op="SOFTMAX",
         causal_kind="LOWER_RIGHT", query_form="PADDED_BHND", key_value_form="PADDED_BHND",
-        normalization_quantize_to_type=None)
+        normalization_quantize_to_type=None, attention_num_ranks=1)
     np.testing.assert_allclose(out.double().numpy(), onnx_arrays(data_out)[0].astype(float),
                                rtol=case.rtol, atol=max(case.atol, 1e-6))

@@ -20,14 +20,17 @@ from ..registry import reference_layer
 # whole attention and ATTENTION_OUTPUT passes it on. The settings (norm op, causal kind, ...)
 # live on the IAttention (``layer.attention``), not on either layer, while the snapshot reads
 # attributes of the layer: the boundary layer class gets read-only properties that forward
-# to its IAttention, so the snapshot records them like any other attribute.
-_ATTENTION_SETTINGS = ("norm_op", "causal_kind", "query_form", "key_value_form",
-                       "normalization_quantize_to_type")
+# to its IAttention, so the snapshot records them like any other attribute. (IAttention's
+# num_ranks is forwarded as attention_num_ranks: ILayer.num_ranks is another setting.)
+_ATTENTION_SETTINGS = {"norm_op": "norm_op", "causal_kind": "causal_kind",
+                       "query_form": "query_form", "key_value_form": "key_value_form",
+                       "normalization_quantize_to_type": "normalization_quantize_to_type",
+                       "attention_num_ranks": "num_ranks"}
 
 _BOUNDARY = getattr(trt, "IAttentionBoundaryLayer", None)
-for _setting in _ATTENTION_SETTINGS if _BOUNDARY is not None else ():
-    if not hasattr(_BOUNDARY, _setting):
-        setattr(_BOUNDARY, _setting,
+for _prop, _setting in _ATTENTION_SETTINGS.items() if _BOUNDARY is not None else ():
+    if not hasattr(_BOUNDARY, _prop):
+        setattr(_BOUNDARY, _prop,
                 property(lambda layer, name=_setting: getattr(layer.attention, name)))
 
 _FP8_MAX = 448.0  # largest finite float8 e4m3fn value
@@ -124,14 +127,18 @@ def _packed_attention(q, k, v, q_lengths, kv_lengths, forms, norm_op, causal_kin
     return torch.cat(outputs)
 
 
-@reference_layer("ATTENTION_INPUT", "IAttentionInputLayer", attrs=_ATTENTION_SETTINGS)
+@reference_layer("ATTENTION_INPUT", "IAttentionInputLayer", attrs=tuple(_ATTENTION_SETTINGS))
 def attention_input(inputs, norm_op, causal_kind, query_form, key_value_form,
-                    normalization_quantize_to_type):
+                    normalization_quantize_to_type, attention_num_ranks=1):
     """The whole IAttention (see Note [IAttention in the layer list]):
     ``normalize(Q @ K^T + mask) @ V`` with no 1/sqrt(d) scale (TensorRT asks the network to
     scale Q and/or K first); a bool mask marks positions allowed to attend, a float mask is
     added; causal UPPER_LEFT / LOWER_RIGHT as in trt.CausalMaskKind. Computed in float32.
     https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/Attention.html"""
+    if attention_num_ranks not in (1, None):
+        raise NotImplementedError(
+            f"context-parallel attention over {attention_num_ranks} ranks: each device holds "
+            f"a shard of the sequence; the reference executor runs one device")
     q, k, v, mask, quant_scale, q_lengths, kv_lengths = (list(inputs) + [None] * 7)[:7]
     quantize = None
     if quant_scale is not None and normalization_quantize_to_type in ("FP8", "INT8"):
