@@ -1,4 +1,4 @@
-"""nox sessions: tests, conformance, zoo, perf, lint, docs. Virtualenvs are reused, so a
+"""nox sessions: tests, conformance, executor, zoo, perf, lint, docs. Virtualenvs are reused, so a
 second run does not reinstall torch (~5 GB)."""
 
 from __future__ import annotations
@@ -39,6 +39,16 @@ def conformance(session: nox.Session) -> None:
     # the first sample of each converted cell through conformance/test_opinfo.py)
     session.run("python", "-m", "conformance.opinfo_report", "--full", "-j", "2",
                 "--json", "out/opinfo.json", "--markdown", "out/opinfo.md")
+
+
+@nox.session
+def executor(session: nox.Session) -> None:
+    """The reference executor against ONNX's backend node test cases (parsed by TensorRT's
+    ONNX parser); writes out/onnx_nodes.{json,md}."""
+    _install(session)
+    session.run("pytest", "conformance/test_onnx_nodes.py", "-q", *session.posargs)
+    session.run("python", "-m", "conformance.onnx_report", "--json", "out/onnx_nodes.json",
+                "--markdown", "out/onnx_nodes.md")
 
 
 @nox.session
