@@ -139,19 +139,27 @@ def test_attention_key_value_lengths_with_lower_right_causal():
                                atol=1e-6)
 
 
-def test_attention_packed_query_and_key_value():
+@pytest.mark.parametrize("causal", [CAUSAL.NONE, CAUSAL.LOWER_RIGHT])
+def test_attention_packed_query_and_key_value(causal):
     # PACKED_NHD [tokens, heads, dim] with cumulative lengths: sequence 0 has 2 query and 3
-    # key tokens, sequence 1 has 1 and 2; each is its own attention
+    # key tokens, sequence 1 has 1 and 2; each is its own attention (and causal alignment)
     q, k, v = randn(3, 2, 4, seed=15), randn(5, 1, 4, seed=16), randn(5, 1, 4, seed=17)
     q_cum, kv_cum = torch.tensor([0, 2, 3]).int(), torch.tensor([0, 3, 5]).int()
     packed = trt.AttentionIOForm.PACKED_NHD
     out, _ = run_network(
-        add_attention(query_form=packed, key_value_form=packed, query_lengths="q_cum",
-                      key_value_lengths="kv_cum"), q=q, k=k, v=v, q_cum=q_cum, kv_cum=kv_cum)
+        add_attention(causal=causal, query_form=packed, key_value_form=packed,
+                      query_lengths="q_cum", key_value_lengths="kv_cum"),
+        q=q, k=k, v=v, q_cum=q_cum, kv_cum=kv_cum)
     seq = lambda x, a, z: x[a:z].transpose(0, 1).unsqueeze(0)  # noqa: E731
+
+    def allowed(sq, skv):
+        if causal == CAUSAL.NONE:
+            return None
+        return lambda b, h, i, j: j <= i + skv - sq
+
     expected = torch.cat([
-        attention64(seq(q, 0, 2), seq(k, 0, 3), seq(v, 0, 3))[0].transpose(0, 1),
-        attention64(seq(q, 2, 3), seq(k, 3, 5), seq(v, 3, 5))[0].transpose(0, 1)])
+        attention64(seq(q, 0, 2), seq(k, 0, 3), seq(v, 0, 3), allowed(2, 3))[0].transpose(0, 1),
+        attention64(seq(q, 2, 3), seq(k, 3, 5), seq(v, 3, 5), allowed(1, 2))[0].transpose(0, 1)])
     torch.testing.assert_close(out.double(), expected, rtol=1e-5, atol=1e-6)
 
 
@@ -174,6 +182,15 @@ def run_attention_input(inputs, **settings):
     attrs = dict(norm_op="SOFTMAX", causal_kind="NONE", query_form="PADDED_BHND",
                  key_value_form="PADDED_BHND", normalization_quantize_to_type=None)
     return REFERENCE_LAYERS["ATTENTION_INPUT"].run(inputs, **{**attrs, **settings})
+
+
+def test_attention_causal_flag_without_causal_kind_is_upper_left():
+    # a TensorRT without causal_kind records None; its causal flag means UPPER_LEFT:
+    # q = 0, v_j = j, query rows allow {0} and {0, 1}
+    q, k = torch.zeros(1, 1, 2, 1), torch.ones(1, 1, 4, 1)
+    v = torch.arange(4.0).reshape(1, 1, 4, 1)
+    (out,) = run_attention_input([q, k, v], causal_kind=None, causal=True)
+    assert out.flatten().tolist() == [0.0, 0.5]
 
 
 def test_attention_over_several_ranks_is_an_error():

@@ -22,7 +22,7 @@ from ..registry import reference_layer
 # attributes of the layer: the boundary layer class gets read-only properties that forward
 # to its IAttention, so the snapshot records them like any other attribute. (IAttention's
 # num_ranks is forwarded as attention_num_ranks: ILayer.num_ranks is another setting.)
-_ATTENTION_SETTINGS = {"norm_op": "norm_op", "causal_kind": "causal_kind",
+_ATTENTION_SETTINGS = {"norm_op": "norm_op", "causal": "causal", "causal_kind": "causal_kind",
                        "query_form": "query_form", "key_value_form": "key_value_form",
                        "normalization_quantize_to_type": "normalization_quantize_to_type",
                        "attention_num_ranks": "num_ranks"}
@@ -129,7 +129,7 @@ def _packed_attention(q, k, v, q_lengths, kv_lengths, forms, norm_op, causal_kin
 
 @reference_layer("ATTENTION_INPUT", "IAttentionInputLayer", attrs=tuple(_ATTENTION_SETTINGS))
 def attention_input(inputs, norm_op, causal_kind, query_form, key_value_form,
-                    normalization_quantize_to_type, attention_num_ranks=1):
+                    normalization_quantize_to_type, causal=False, attention_num_ranks=1):
     """The whole IAttention (see Note [IAttention in the layer list]):
     ``normalize(Q @ K^T + mask) @ V`` with no 1/sqrt(d) scale (TensorRT asks the network to
     scale Q and/or K first); a bool mask marks positions allowed to attend, a float mask is
@@ -140,6 +140,8 @@ def attention_input(inputs, norm_op, causal_kind, query_form, key_value_form,
             f"context-parallel attention over {attention_num_ranks} ranks: each device holds "
             f"a shard of the sequence; the reference executor runs one device")
     q, k, v, mask, quant_scale, q_lengths, kv_lengths = (list(inputs) + [None] * 7)[:7]
+    if causal_kind is None:  # a TensorRT before causal_kind: the causal flag is UPPER_LEFT
+        causal_kind = "UPPER_LEFT" if causal else "NONE"
     quantize = None
     if quant_scale is not None and normalization_quantize_to_type in ("FP8", "INT8"):
         quantize = (quant_scale.float(), normalization_quantize_to_type)
