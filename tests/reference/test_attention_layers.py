@@ -376,6 +376,20 @@ def test_moe_hand_derived_glu():
     assert out.item() == pytest.approx(5.5)
 
 
+def test_moe_static_fp8_quantization_of_the_product():
+    # gate 1 * up 1.1 = 1.1 = 1.000110011b: FP8 e4m3 keeps 3 mantissa bits, the rest
+    # (0.0110b of a unit in the last place) rounds up to 1.001b = 1.125, times down = 1
+    def add(net, t):
+        layer = add_moe(trt.MoEActType.NONE)(net, t)
+        layer.set_quantization_static(t["scale"], trt.DataType.FP8)
+        return layer
+    one = torch.ones(1, 1, 1)
+    out, _ = run_network(add, x=one, experts=torch.zeros(1, 1, 1, dtype=torch.int32),
+                         scores=one, w_gate=one, w_up=torch.full((1, 1, 1), 1.1), w_down=one,
+                         scale=torch.tensor(1.0))
+    assert out.item() == pytest.approx(1.125)
+
+
 def test_moe_silu_with_biases_matches_float64_loops():
     tokens, hidden, inner, experts, top = (2, 3), 4, 5, 3, 2
     t = dict(x=randn(*tokens, hidden, seed=30), scores=randn(*tokens, top, seed=31),
