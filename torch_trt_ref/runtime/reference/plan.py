@@ -45,6 +45,8 @@ Step = Union[LayerRecord, Region]
 def plan(layers: list[LayerRecord]) -> list[Step]:
     """Steps running ``layers`` (a network's, or a region's interior) in a valid order."""
     regions = _regions(layers)
+    if not regions and _in_order(layers):  # the common case, kept cheap: no regrouping
+        return list(layers)
     boundary_of = {id(b): bs for bs in regions.values() for b in bs}
     consumers: dict[str, list[LayerRecord]] = {}
     for layer in layers:
@@ -122,6 +124,19 @@ def _needed(names, layers) -> list[LayerRecord]:
             found.add(id(member))
             todo.extend(name for name in member.inputs if name is not None)
     return [layer for layer in layers if id(layer) in found]
+
+
+def _in_order(layers) -> bool:
+    """Whether every layer comes after the layers making its inputs."""
+    made: set[str | None] = {None}
+    producers = {info.name for layer in layers for info in layer.outputs}
+    for layer in layers:
+        for name in layer.inputs:
+            if name not in made and name in producers:
+                return False
+        for info in layer.outputs:
+            made.add(info.name)
+    return True
 
 
 def _layers(unit: Step) -> list[LayerRecord]:
