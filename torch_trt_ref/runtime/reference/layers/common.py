@@ -15,10 +15,10 @@ import torch
 #                nibble, high nibble zero (torch's dtype means two values per byte; torch
 #                has no arithmetic on it, so only data movement and our own
 #                quantize_ops.widen/narrow ever touch its bytes)
-#   INT4         torch.int4             one value per byte, sign-extended (the int8 byte
-#                viewed as torch.int4; torch has no arithmetic and no copy kernel for it,
-#                so a layer that copies an INT4 tensor, e.g. a transposing SHUFFLE, fails
-#                in torch)
+#   INT4         torch.int4             as quantize_ops.Int4Tensor: torch has no kernel at
+#                all for torch.int4 (not even copy), so the values live in an int8 tensor
+#                wrapped by a tensor subclass whose dtype is torch.int4 and whose ops
+#                (a transposing SHUFFLE, CONCATENATION, ...) run on the int8 values
 # Layer functions read these with quantize_ops.widen (FP8, E8M0, FP4 -> float32; INT4 ->
 # int8) and produce them with quantize_ops.narrow (TensorRT's rounding and saturation).
 DTYPES_BY_NAME = {

@@ -6,6 +6,7 @@ Note [Low-precision tensors] in common.py for how each type is held."""
 from __future__ import annotations
 
 import torch
+from torch.utils._pytree import tree_map
 
 from ..registry import reference_layer
 from .common import DTYPES_BY_NAME, LOW_PRECISION
@@ -19,6 +20,35 @@ MAX_VALUE = {"FP8": FP8_MAX, "FP4": FP4_MAX, "INT8": 127.0, "INT4": 7.0}
 INT_RANGE = {"INT8": (-128, 127), "INT4": (-8, 7)}
 
 
+class Int4Tensor(torch.Tensor):
+    """An INT4 tensor (dtype torch.int4) whose values live in an int8 tensor, one per byte.
+    torch.int4 has no kernels, not even copy, yet TensorRT lets SHUFFLE, CONCATENATION and
+    IDENTITY move INT4 tensors; every op on this wrapper runs on the int8 values, and
+    int8 results come back as INT4 (TensorRT allows no arithmetic on INT4)."""
+
+    @staticmethod
+    def __new__(cls, int8: torch.Tensor):
+        return torch.Tensor._make_wrapper_subclass(
+            cls, int8.shape, strides=int8.stride(), storage_offset=int8.storage_offset(),
+            dtype=torch.int4, device=int8.device)
+
+    def __init__(self, int8: torch.Tensor):
+        self.int8 = int8
+
+    def __repr__(self):
+        return f"Int4Tensor({self.int8!r})"
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        def unwrap(t):
+            return t.int8 if isinstance(t, Int4Tensor) else t
+
+        def wrap(t):
+            return Int4Tensor(t) if isinstance(t, torch.Tensor) and t.dtype == torch.int8 else t
+
+        return tree_map(wrap, func(*tree_map(unwrap, args), **tree_map(unwrap, kwargs or {})))
+
+
 # -- reading a low-precision tensor back ---------------------------------------------------
 
 def widen(x: torch.Tensor) -> torch.Tensor:
@@ -28,8 +58,8 @@ def widen(x: torch.Tensor) -> torch.Tensor:
         codes = x.view(torch.uint8) & 0xF
         table = torch.tensor(FP4_VALUES + tuple(-v for v in FP4_VALUES), device=x.device)
         return table[codes.long()]
-    if x.dtype == torch.int4:
-        return x.view(torch.int8)
+    if isinstance(x, Int4Tensor):
+        return x.int8
     if x.dtype in (torch.float8_e4m3fn, torch.float8_e8m0fnu):
         return x.float()
     return x
@@ -37,7 +67,7 @@ def widen(x: torch.Tensor) -> torch.Tensor:
 
 # -- rounding values into a low-precision type ----------------------------------------------
 
-def _fp8(values: torch.Tensor, _integer_rounding) -> torch.Tensor:
+def _fp8(values: torch.Tensor) -> torch.Tensor:
     """Saturate to [-448, 448], then round to nearest even (torch's cast); NaN stays NaN."""
     return values.float().clamp(-FP8_MAX, FP8_MAX).to(torch.float8_e4m3fn)
 
@@ -48,7 +78,7 @@ _FP4_MIDPOINTS = torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0])
 _FP4_TIE_UP = torch.tensor([False, True, False, True, False, True, False])
 
 
-def _fp4(values: torch.Tensor, _integer_rounding) -> torch.Tensor:
+def _fp4(values: torch.Tensor) -> torch.Tensor:
     """Round to nearest even FP4 E2M1, saturating at +-6; one code per byte (low nibble).
     NaN has no FP4 code and becomes +6 (Note [FP4 NaN])."""
     v = values.float()
@@ -62,11 +92,11 @@ def _fp4(values: torch.Tensor, _integer_rounding) -> torch.Tensor:
 
 # Note [FP4 NaN]: FP4 E2M1 has no NaN or infinity. TensorRT does not document what a NaN
 # becomes; CUDA's conversions to FP4 saturate out-of-range values to the largest finite one
-# (cuda_fp4.h, __NV_SATFINITE), and we map NaN to +6 as well. ONNX's reference maps NaN to
-# -0 instead, so ONNX cases feeding NaN to an FP4 cast differ there.
+# (cuda_fp4.h, __NV_SATFINITE), and we map NaN to +6 as well (ONNX's reference maps it to
+# -0).
 
 
-def _e8m0(values: torch.Tensor, _integer_rounding) -> torch.Tensor:
+def _e8m0(values: torch.Tensor) -> torch.Tensor:
     """Round up to a power of two in [2^-127, 2^127] (Note [E8M0 rounding]); NaN stays NaN."""
     v = values.float()
     mantissa, exponent = torch.frexp(v.abs())  # |v| = mantissa * 2^exponent, mantissa in [0.5, 1)
@@ -85,48 +115,53 @@ def _e8m0(values: torch.Tensor, _integer_rounding) -> torch.Tensor:
 # E8M0 code, become the smallest one (2^-127).
 
 
-def _int4(values: torch.Tensor, integer_rounding) -> torch.Tensor:
-    """Round (``integer_rounding``), saturate to [-8, 7]; one value per byte (sign-extended)."""
-    return _integer(values, integer_rounding, "INT4").view(torch.int4)
+def _int4(values: torch.Tensor) -> torch.Tensor:
+    """Round half to even, saturate to [-8, 7]; held as Int4Tensor."""
+    return Int4Tensor(_integer(values, "INT4"))
 
 
-def _int8(values: torch.Tensor, integer_rounding) -> torch.Tensor:
-    return _integer(values, integer_rounding, "INT8")
+def _int8(values: torch.Tensor) -> torch.Tensor:
+    """Round half to even, saturate to [-128, 127]."""
+    return _integer(values, "INT8")
 
 
-def _integer(values: torch.Tensor, integer_rounding, name: str) -> torch.Tensor:
+def _integer(values: torch.Tensor, name: str) -> torch.Tensor:
     low, high = INT_RANGE[name]
     if values.is_floating_point():
-        values = integer_rounding(values.float()).nan_to_num(0.0)
+        values = torch.round(values.float()).nan_to_num(0.0)  # round: half to even
     return values.clamp(low, high).to(torch.int8)
 
 
 _NARROW = {"FP8": _fp8, "FP4": _fp4, "E8M0": _e8m0, "INT4": _int4, "INT8": _int8}
 
 
-def narrow(values: torch.Tensor, to_type: str, integer_rounding=torch.round) -> torch.Tensor:
-    """``values`` (any torch dtype) rounded into TensorRT type ``to_type`` (FP8, FP4, E8M0,
-    INT4, INT8), saturating at the type's range. Integer types round with
-    ``integer_rounding`` (torch.round: half to even; torch.trunc: toward zero)."""
-    return _NARROW[to_type](widen(values), integer_rounding)
+def narrow(values: torch.Tensor, to_type: str) -> torch.Tensor:
+    """``values`` (any torch dtype) rounded to nearest even into TensorRT type ``to_type``
+    (FP8, FP4, INT4, INT8; E8M0 rounds up), saturating at the type's range."""
+    return _NARROW[to_type](widen(values))
 
 
 # -- CAST of low-precision types ------------------------------------------------------------
 
-# Note [Low-precision cast]: TensorRT's ONNX parser maps Cast to ICastLayer and ignores
-# ONNX's `saturate` attribute, so a cast has one behaviour per type. We take it to be the
-# quantization rounding of IQuantizeLayer with scale 1 for floating types (FP8: round to
-# nearest even, saturate at +-448, NaN stays NaN; FP4: round to nearest even, saturate at
-# +-6), and, for INT4, the float -> integer truncation of Note [Cast rounding] followed by
-# saturation to [-8, 7] (INT4 is a quantized type with that range; TensorRT documents no
-# wrap-around). ONNX's saturate=0 FP8 cases (overflow -> NaN) and its INT4 cases, which
-# wrap out-of-range values modulo 16, differ there.
+# Note [Low-precision cast]: TensorRT's builder rejects a network where a CAST (or any layer
+# but a few) produces or consumes FP8, FP4, INT4 or E8M0: "Tensor output has datatype FP8
+# but is not produced by IPluginLayer, IPluginV2Layer, IPluginV3Layer, IQuantizeLayer,
+# IConstantLayer, IConcatenationLayer, IShuffleLayer, or IdentityLayer" and "... not
+# consumed by ... IDequantizeLayer, IConcatenationLayer, IShuffleLayer, IShapeLayer, or
+# IdentityLayer" (validateQuantizedTypesProducersConsumers, tensorrt_rtx 1.7, measured by
+# building ONNX's Cast node cases; the ONNX parser's Cast importer notes "TRT will reject
+# casts to FP8" and ignores ONNX's `saturate`). Such a network has no engine and so no
+# semantics to reproduce: CAST raises. Values enter these types only through QUANTIZE,
+# DYNAMIC_QUANTIZE and constants, and leave them only through DEQUANTIZE.
 def cast_to(x: torch.Tensor, to_type: str) -> torch.Tensor:
-    """TensorRT's ICastLayer from any type to ``to_type`` (a DataType name)."""
-    values = widen(x)
-    if to_type in LOW_PRECISION:
-        return narrow(values, to_type, integer_rounding=torch.trunc)
-    return values.to(DTYPES_BY_NAME[to_type])
+    """TensorRT's ICastLayer to ``to_type`` (a DataType name)."""
+    low = {to_type} & set(LOW_PRECISION) or {n for n in LOW_PRECISION
+                                              if DTYPES_BY_NAME[n] == x.dtype}
+    if low:
+        raise ValueError(f"TensorRT's builder rejects a CAST from or to {low.pop()}: only "
+                         "quantize/dequantize layers convert to and from low-precision "
+                         "types (Note [Low-precision cast])")
+    return x.to(DTYPES_BY_NAME[to_type])
 
 
 # -- QUANTIZE / DEQUANTIZE --------------------------------------------------------------------

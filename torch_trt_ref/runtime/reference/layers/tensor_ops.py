@@ -25,8 +25,8 @@ def identity(inputs):
 
 
 # Note [Cast rounding]: TensorRT's cast from floating point to integer truncates toward
-# zero, like torch's .to(); bool is true for any non-zero value. Casts from and to FP8, FP4,
-# INT4 and E8M0 round and saturate as Note [Low-precision cast] (quantize_ops.py) says.
+# zero, like torch's .to(); bool is true for any non-zero value. A cast from or to FP8, FP4,
+# INT4 or E8M0 is rejected by TensorRT's builder: Note [Low-precision cast] (quantize_ops.py).
 @reference_layer("CAST", "ICastLayer", attrs=("to_type",))
 def cast(inputs, to_type):
     return (cast_to(inputs[0], to_type),)
