@@ -65,3 +65,25 @@ def _spelled(kind: str, nd: int, spelling: str) -> Case:
 
 CASES += [_spelled(kind, nd, spelling) for kind in ("max", "avg") for nd in (1, 2, 3)
           for spelling in list(SPELLINGS) + ["empty_stride"]]
+
+# Dynamic channel and spatial dims (batch, channel and spatial all vary): pooling windows
+# are static, adaptive windows are computed from the runtime size.
+ALL_DIMS = (0, 1, 2, 3, 4)
+adaptive_avg2d, adaptive_avg3d = aten._adaptive_avg_pool2d.default, \
+    aten._adaptive_avg_pool3d.default
+CASES += [
+    _max(max2d, (T((2, 3, 8, 7), dynamic=ALL_DIMS[:4]), [3, 3], [2, 2], [1, 1]), "dyn_all"),
+    _max(max3d, (T((2, 3, 6, 7, 5), dynamic=ALL_DIMS), [2, 2, 2]), "dyn_all"),
+    Case(avg2d, (T((2, 3, 8, 7), dynamic=ALL_DIMS[:4]), [3, 3], [2, 2], [1, 1]),
+         name="dyn_all"),
+    Case(avg3d, (T((2, 3, 6, 7, 5), dynamic=ALL_DIMS), [2, 2, 2], [2, 1, 2], [1, 0, 1]),
+         name="dyn_all"),
+    Case(adaptive_avg2d, (T((2, 3, 8, 7), dynamic=ALL_DIMS[:4]), [3, 2]), name="dyn_all"),
+    Case(adaptive_avg2d, (T((2, 3, 8, 7), dynamic=(0, 2, 3)), [1, 1]), name="dyn_global"),
+    Case(adaptive_avg2d, (T((2, 3, 5, 7), dynamic=(2,)), [7, 4]), name="dyn_upsampling"),
+    Case(adaptive_avg3d, (T((2, 3, 6, 7, 5), dynamic=ALL_DIMS), [2, 3, 4]), name="dyn_all"),
+    _max(aten.adaptive_max_pool2d.default, (T((2, 3, 8, 7), dynamic=ALL_DIMS[:4]), [3, 2]),
+         "dyn_all"),
+    _max(aten.adaptive_max_pool3d.default, (T((2, 3, 6, 7, 5), dynamic=ALL_DIMS),
+                                            [2, 3, 4]), "dyn_all"),
+]

@@ -3,13 +3,14 @@ divisor_override) onto IPoolingLayer, and adaptive avg/max pooling."""
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import torch
 
 from ..._trt import trt
 from .. import helpers
-from .._trt_ops import EW, RED
+from .._trt_ops import EW, RED, UN
 from ..args import per_dim, pool_params
 from ..registry import converter
 from ._nn_common import add_leading_one, drop_dim, extra_outputs_used, float_only, meta, node_args
@@ -54,8 +55,6 @@ def _common_reason(node, nd: int, what: str) -> Optional[str]:
     x = meta(node.args[0])
     if x.dim() not in (nd + 1, nd + 2):
         return f"{what} expects a {nd + 1}-d or {nd + 2}-d input"
-    if not isinstance(x.shape[-nd - 1], int):
-        return f"{what} needs a static channel dim"
     return None
 
 
@@ -165,7 +164,8 @@ _register_avg(aten.avg_pool3d.default, 3)
 # Adaptive pooling. Output cell i of a dim of size n -> m covers input
 # [floor(i * n / m), ceil((i + 1) * n / m)). When m divides n that is a plain pooling
 # window; otherwise each dim is pooled separately (average and max over a box are
-# separable) by gathering the windows, padded to equal length, and reducing them.
+# separable): a static n gathers the windows, padded to equal length, and reduces them;
+# a dynamic n masks an (m, n) grid of "j is in window i" computed from the runtime size.
 
 
 def _adaptive_validator(nd: int, what: str):
@@ -175,9 +175,6 @@ def _adaptive_validator(nd: int, what: str):
             return reason
         if extra_outputs_used(node):
             return f"the indices output of {what} is not supported"
-        spatial = meta(node.args[0]).shape[-nd:]
-        if not all(isinstance(d, int) for d in spatial):
-            return f"{what} needs static spatial dims"
         try:
             output_size = per_dim(node_args(node)["output_size"], nd, "output_size")
         except ValueError as err:
@@ -213,16 +210,60 @@ def _adaptive_dim(ctx, x, axis: int, m: int, average: bool):
     return ctx.name_layer(reduce, "adaptive_reduce").get_output(0)
 
 
+def _window_mask(ctx, n, m: int):
+    """(m, n) bool: input j lies in window i = [floor(i n / m), floor(((i + 1) n + m - 1) / m))
+    for a runtime size ``n`` (1-element int64 ITensor); and the (m, 1) window lengths."""
+    i = torch.arange(m, dtype=torch.int64).reshape(m, 1)
+    start = helpers.elementwise(ctx, EW.FLOOR_DIV, helpers.elementwise(ctx, EW.PROD, i, n),
+                                m, torch.int64)
+    end = helpers.elementwise(ctx, EW.PROD, i + 1, n)
+    end = helpers.elementwise(ctx, EW.FLOOR_DIV, helpers.elementwise(
+        ctx, EW.SUM, end, m - 1, torch.int64), m, torch.int64)
+    fill = ctx.net.add_fill((1,), trt.FillOperation.LINSPACE, trt.int64)
+    fill.set_input(0, n)
+    fill.alpha, fill.beta = 0, 1
+    j = helpers.reshape(ctx, ctx.name_layer(fill, "window_positions").get_output(0), [1, n])
+    before = helpers.elementwise(ctx, EW.LESS, j, start, torch.int64)
+    inside = helpers.elementwise(ctx, EW.LESS, j, end, torch.int64)
+    mask = ctx.net.add_elementwise(helpers.unary(ctx, UN.NOT, before), inside, EW.AND)
+    length = helpers.elementwise(ctx, EW.SUB, end, start, torch.int64)
+    return ctx.name_layer(mask, "window_mask").get_output(0), length
+
+
+def _adaptive_dim_dynamic(ctx, x, axis: int, m: int, average: bool):
+    """Pool dim ``axis`` of ``x`` (dynamic size) to ``m`` cells through a window mask."""
+    rank, dtype = len(x.shape), helpers.dtype_of(x)
+    mask, length = _window_mask(ctx, helpers.dim_size(ctx, x, axis), m)
+    if axis < rank - 1:
+        mask = helpers.insert_ones(ctx, mask, 2, rank - axis - 1)
+    mask = helpers.expand_rank(ctx, mask, rank + 1)
+    work = torch.float32 if average else dtype  # sums accumulate in fp32
+    values = helpers.unsqueeze(ctx, helpers.cast(ctx, x, work), axis)
+    empty = 0.0 if average else -math.inf
+    fill = helpers.itensor(ctx, torch.full((1,) * (rank + 1), empty, dtype=work))
+    picked = ctx.name_layer(ctx.net.add_select(mask, values, fill), "windows").get_output(0)
+    reduce = ctx.net.add_reduce(picked, RED.SUM if average else RED.MAX, 1 << (axis + 1),
+                                False)
+    out = ctx.name_layer(reduce, "adaptive_reduce").get_output(0)
+    if average:
+        count = helpers.reshape(ctx, helpers.cast(ctx, length, work), [m] + [1] * (
+            rank - axis - 1))
+        out = helpers.cast(ctx, helpers.elementwise(ctx, EW.DIV, out, count, work), dtype)
+    return out
+
+
 def _adaptive(ctx, x, output_size, average: bool):
     nd = len(output_size)
     spatial = list(x.shape[-nd:])
-    if all(n % m == 0 for n, m in zip(spatial, output_size)):
+    if all(n >= 0 and n % m == 0 for n, m in zip(spatial, output_size)):
         kernel = [n // m for n, m in zip(spatial, output_size)]
         kind = POOL.AVERAGE if average else POOL.MAX
         return _pool(ctx, x, kind, kernel, kernel, [0] * nd, [0] * nd)
     rank = len(x.shape)
     for i, (n, m) in enumerate(zip(spatial, output_size)):
-        if n != m:
+        if n < 0:
+            x = _adaptive_dim_dynamic(ctx, x, rank - nd + i, m, average)
+        elif n != m:
             x = _adaptive_dim(ctx, x, rank - nd + i, m, average)
     return x
 
