@@ -5,9 +5,7 @@ run time; no data files)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import os
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -15,9 +13,9 @@ import onnx
 import onnx.numpy_helper
 import torch
 
-from torch_trt_ref._trt import make_logger, trt
+from torch_trt_ref.runtime.network import OnnxNetwork, OnnxParseError, parse_onnx
 from torch_trt_ref.runtime.reference.executor import run_snapshot
-from torch_trt_ref.runtime.snapshot import NetworkSnapshot, take_snapshot
+from torch_trt_ref.runtime.snapshot import NetworkSnapshot
 
 # Outcomes of one case. "not parsed" cases are counted (the report lists them) but have
 # no network to run; the pass rate is over the parsed ones.
@@ -59,48 +57,9 @@ def cases() -> dict:
         return {case.name: case for case in collect_testcases(None)}
 
 
-class ParseError(RuntimeError):
-    """TensorRT's ONNX parser rejected a model; the message is the parser's errors."""
-
-
-@contextlib.contextmanager
-def _quiet_native_output():
-    """The parser prints some diagnostics ("Unsupported ONNX data type") straight to the C
-    stdout/stderr; its errors are read back through ``get_error`` instead."""
-    saved = [os.dup(1), os.dup(2)]
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 1)
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved[0], 1)
-        os.dup2(saved[1], 2)
-        for fd in (*saved, devnull):
-            os.close(fd)
-
-
-def _parser_errors(parser) -> str:
-    errors = []
-    for i in range(parser.num_errors):
-        e = parser.get_error(i)
-        where = f"node {e.node()} ({e.node_operator()})" if e.node() >= 0 else "model"
-        errors.append(f"{where}: {e.desc().strip().splitlines()[-1]}")
-    return "; ".join(errors) or "parser returned false without an error"
-
-
-def parse(model_bytes: bytes):
-    """TensorRT network of a serialized ONNX model, parsed by ``trt.OnnxParser``.
-    Returns ``(network, builder, parser)`` (the network lives as long as its builder)."""
-    logger = make_logger()
-    builder = trt.Builder(logger)
-    network = builder.create_network(0)  # tensorrt_rtx networks are strongly typed
-    parser = trt.OnnxParser(network, logger)
-    with _quiet_native_output():
-        ok = parser.parse(model_bytes)
-    if not ok:
-        raise ParseError(_parser_errors(parser))
-    return network, builder, parser
+def parse(model_bytes: bytes) -> OnnxNetwork:
+    """The TensorRT network of a serialized ONNX model (raises OnnxParseError)."""
+    return parse_onnx(model_bytes)
 
 
 def _array(value) -> np.ndarray:
@@ -207,10 +166,10 @@ def run_case(name: str) -> Outcome:
     """Parse, snapshot, run and compare one ONNX node case."""
     case = cases()[name]
     try:
-        network, _builder, _parser = parse(case.model.SerializeToString())
-    except ParseError as err:
+        parsed = parse(case.model.SerializeToString())
+    except OnnxParseError as err:
         return Outcome(name, NOT_PARSED, str(err))
-    snapshot = take_snapshot(network, {})
+    snapshot = parsed.snapshot()
     outcome = Outcome(name, PASSED, kinds=snapshot.kinds())
     try:
         outcome.reason = _run_and_compare(case, snapshot, outcome.notes) or ""

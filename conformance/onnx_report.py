@@ -37,7 +37,8 @@ EXPLAINED = {
          "test_maxpool_2d_ceil_output_size_reduce_by_one"),
         "TensorRT's inferred shape: PaddingMode EXPLICIT_ROUND_UP gives O = ceil((I + B + A - "
         "DK) / S) + 1 (NvInfer.h, enum PaddingMode), keeping a last window that starts in "
-        "the padding; ONNX's ceil_mode drops that window (MaxPool/AveragePool, opset 19+)"),
+        "the padding; ONNX MaxPool/AveragePool (opset 22 doc): \"Sliding windows that would "
+        "start in the right padded region are ignored\""),
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 from torch_trt_ref._trt import make_logger, trt
 from torch_trt_ref.runtime import snapshot as snapshot_module
@@ -62,3 +63,126 @@ def test_snapshot_of_a_kind_without_reference_function(net, monkeypatch):
     assert snap.unsupported_kinds() == ["SHUFFLE"]
     layer = _layer(snap, "SHUFFLE")
     assert layer.inputs == ["x"] and [o.name for o in layer.outputs] == [out.name]
+
+
+# --- run_network on networks parsed from ONNX by TensorRT's ONNX parser ---------------------
+
+W = np.array([[1.0, -2.0], [0.5, 1.0], [-1.0, 3.0]], dtype=np.float32)
+B = np.array([0.25, -0.5], dtype=np.float32)
+X = np.array([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]], dtype=np.float32)
+
+
+def _model(batch="N"):
+    """y = relu(x @ W + b) with W, b as initializers; x: float32 [batch, 3]."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "W"], ["xw"]),
+         helper.make_node("Add", ["xw", "b"], ["z"]),
+         helper.make_node("Relu", ["z"], ["y"])],
+        "mlp",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [batch, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [batch, 2])],
+        initializer=[numpy_helper.from_array(W, "W"), numpy_helper.from_array(B, "b")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def _expected(x):
+    return np.maximum(x @ W + B, 0)  # numpy, not our code
+
+
+@pytest.fixture
+def parsed():
+    from torch_trt_ref.runtime.network import parse_onnx
+
+    return parse_onnx(_model())
+
+
+def test_run_network_matches_numpy(parsed):
+    import torch_trt_ref
+
+    by_name = torch_trt_ref.run_network(parsed.network, {"x": torch.from_numpy(X)})
+    in_order = torch_trt_ref.run_network(parsed.snapshot(), [X])  # numpy input, by position
+    assert list(by_name) == ["y"]
+    np.testing.assert_allclose(by_name["y"].numpy(), _expected(X), rtol=1e-6)
+    assert torch.equal(by_name["y"], in_order["y"])
+
+
+def test_run_network_takes_any_size_of_a_dynamic_dim(parsed):
+    from torch_trt_ref import run_network
+
+    x = np.arange(15, dtype=np.float32).reshape(5, 3) - 7
+    assert parsed.snapshot().inputs[0].shape == (-1, 3)
+    np.testing.assert_allclose(run_network(parsed.network, [x])["y"].numpy(), _expected(x),
+                               rtol=1e-6)
+
+
+@pytest.mark.parametrize("inputs, error, message", [
+    ({"X": X}, ValueError, "unknown input(s) X; missing input(s) x; the network's inputs "
+                           "are x: float32 (-1, 3)"),
+    ({}, ValueError, "missing input(s) x"),
+    ([X, X], ValueError, "2 inputs given, the network takes 1"),
+    ({"x": X.astype(np.float64)}, TypeError, "dtype float64, the network takes float32"),
+    ({"x": X[:, :2]}, ValueError, "shape (2, 2), the network takes (-1, 3)"),
+    ({"x": [1.0, 2.0, 3.0]}, TypeError, "expected a torch.Tensor or numpy array, got list"),
+])
+def test_run_network_names_what_it_accepts(parsed, inputs, error, message):
+    from torch_trt_ref import run_network
+
+    with pytest.raises(error) as info:
+        run_network(parsed.network, inputs)
+    assert message in str(info.value)
+
+
+def test_parse_onnx_reports_the_parsers_error():
+    from onnx import TensorProto, helper
+
+    from torch_trt_ref.runtime.network import OnnxParseError, parse_onnx
+
+    graph = helper.make_graph(
+        [helper.make_node("NoSuchOp", ["x"], ["y"], domain="example.custom")], "bad",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                    helper.make_opsetid("example.custom", 1)])
+    with pytest.raises(OnnxParseError, match="NoSuchOp"):
+        parse_onnx(model)
+
+
+@pytest.fixture
+def model_path(tmp_path):
+    import onnx
+
+    path = tmp_path / "mlp.onnx"
+    onnx.save(_model(batch=2), str(path))
+    return path
+
+
+def test_cli_onnx_prints_outputs_and_layer_kinds(model_path, tmp_path, capsys):
+    from torch_trt_ref.cli import main
+
+    np.savez(tmp_path / "inputs.npz", x=X)
+    assert main(["onnx", str(model_path), "--inputs", str(tmp_path / "inputs.npz")]) == 0
+    out = capsys.readouterr().out
+    y = _expected(X)
+    assert f"output y: (2, 2) float32 min {y.min():.6g} max {y.max():.6g}" in out
+    assert "MATRIX_MULTIPLY x1" in out and "ELEMENTWISE" in out
+
+
+def test_cli_onnx_compare_without_onnxruntime_says_so(model_path, monkeypatch, capsys):
+    import sys
+
+    from torch_trt_ref.cli import main
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import raises ImportError
+    assert main(["onnx", str(model_path), "--compare"]) != 0
+    assert "--compare needs onnxruntime, which is not installed" in capsys.readouterr().err
+
+
+def test_cli_onnx_parse_failure_exits_with_the_parsers_message(tmp_path, capsys):
+    from torch_trt_ref.cli import main
+
+    path = tmp_path / "broken.onnx"
+    path.write_bytes(b"not a model")
+    assert main(["onnx", str(path)]) == 2
+    assert "error:" in capsys.readouterr().err

@@ -1,5 +1,6 @@
 """The ``torch-trt-ref`` command: ``compile <zoo model>`` prints a compile report;
-``debug <zoo model>`` finds where the compiled model's error starts; ``zoo
+``debug <zoo model>`` finds where the compiled model's error starts; ``onnx MODEL.onnx``
+runs an ONNX model, parsed by TensorRT's ONNX parser, on the reference executor; ``zoo
 run|report|compare`` drive the model-zoo harness."""
 
 from __future__ import annotations
@@ -94,6 +95,83 @@ def _debug_command(args: argparse.Namespace) -> int:
     return 0 if report.passed else 1
 
 
+# Tolerances of `onnx --compare` against onnxruntime: ONNX's backend-test rtol, with an
+# atol for real models (ONNX's 1e-7 is meant for its small hand-made node cases).
+ONNX_COMPARE_RTOL, ONNX_COMPARE_ATOL = 1e-3, 1e-5
+
+
+def _onnx_command(args: argparse.Namespace) -> int:
+    from torch_trt_ref.runtime.network import describe_inputs, parse_onnx, run_network
+
+    snapshot = parse_onnx(args.model).snapshot()  # OnnxParseError is a ValueError
+    print(f"{args.model}: {len(snapshot.layers)} TensorRT layers; inputs "
+          f"{describe_inputs(snapshot.inputs)}")
+    print("layer kinds: " + ", ".join(f"{k} x{n}" for k, n in sorted(snapshot.kinds().items())))
+    try:
+        inputs = _onnx_inputs(args.inputs, snapshot.inputs, args.seed)
+        outputs = run_network(snapshot, inputs)
+    except (TypeError, NotImplementedError) as err:  # wrong input dtype, missing kind
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for name, value in outputs.items():
+        print(f"output {name}: {tuple(value.shape)} {str(value.dtype).removeprefix('torch.')} "
+              f"{_stats(value)}")
+    if not args.compare:
+        return 0
+    try:
+        import onnxruntime
+    except ImportError:
+        print("error: --compare needs onnxruntime, which is not installed "
+              "(pip install onnxruntime)", file=sys.stderr)
+        return 3
+    session = onnxruntime.InferenceSession(args.model, providers=["CPUExecutionProvider"])
+    expected = session.run(list(outputs), {k: v.numpy() for k, v in inputs.items()})
+    worst = 0
+    for (name, value), ref in zip(outputs.items(), expected):
+        ok = value.shape == ref.shape and torch.allclose(
+            value.double(), torch.from_numpy(ref).double(), rtol=ONNX_COMPARE_RTOL,
+            atol=ONNX_COMPARE_ATOL, equal_nan=True)
+        print(f"onnxruntime {name}: " + ("matches" if ok else "DIFFERS") +
+              f" (rtol {ONNX_COMPARE_RTOL:g}, atol {ONNX_COMPARE_ATOL:g})")
+        worst = worst or (0 if ok else 1)
+    return worst
+
+
+def _onnx_inputs(source: str, infos, seed: int) -> dict:
+    """Inputs from an .npz file (arrays named like the network inputs) or random ones
+    ("random": normal floats, integers in [0, 10), random bools; dynamic dims of size 1)."""
+    if source != "random":
+        import numpy as np
+
+        with np.load(source) as data:
+            return {name: torch.from_numpy(data[name]) for name in data.files}
+    gen = torch.Generator().manual_seed(seed)
+    inputs = {}
+    for info in infos:
+        shape = [d if d >= 0 else 1 for d in info.shape]
+        if isinstance(info.dtype, str):
+            raise TypeError(f"input {info.name}: no random values of TensorRT type "
+                            f"{info.dtype}")
+        if info.dtype.is_floating_point:
+            inputs[info.name] = torch.randn(shape, generator=gen).to(info.dtype)
+        elif info.dtype == torch.bool:
+            inputs[info.name] = torch.randint(0, 2, shape, generator=gen).bool()
+        else:
+            inputs[info.name] = torch.randint(0, 10, shape, generator=gen).to(info.dtype)
+    return inputs
+
+
+def _stats(value: torch.Tensor) -> str:
+    if value.numel() == 0:
+        return "(empty)"
+    v = value.double()
+    finite = v[v.isfinite()]
+    text = (f"min {finite.min().item():.6g} max {finite.max().item():.6g} "
+            f"mean {finite.mean().item():.6g}" if finite.numel() else "no finite values")
+    bad = value.numel() - finite.numel()
+    return text + (f", {bad} NaN/inf" if bad else "")
+
+
 def max_abs_error(actual, expected) -> float:
     flat_a = torch.utils._pytree.tree_leaves(actual)
     flat_e = torch.utils._pytree.tree_leaves(expected)
@@ -146,6 +224,15 @@ def build_parser() -> argparse.ArgumentParser:
                                                                   "(with --reduce)")
     d.add_argument("--json", default=None, help="also write the report as JSON here")
     d.set_defaults(func=_debug_command)
+    o = sub.add_parser("onnx", help="run an ONNX model, parsed by TensorRT's ONNX parser, on "
+                                     "the reference executor")
+    o.add_argument("model", help="path of the .onnx file")
+    o.add_argument("--inputs", default="random",
+                   help='an .npz of the inputs by name, or "random" (default)')
+    o.add_argument("--seed", type=int, default=0, help="seed of the random inputs")
+    o.add_argument("--compare", action="store_true",
+                   help="also run onnxruntime (CPU) and compare the outputs")
+    o.set_defaults(func=_onnx_command)
     try:
         from zoo.cli import add_subcommands
     except ImportError:  # the zoo package is optional for library users
