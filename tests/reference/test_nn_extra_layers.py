@@ -248,3 +248,63 @@ def test_grid_sample_wrap_is_not_a_grid_sample_mode():
     # IGridSampleLayer allows only CLAMP, FILL and REFLECT
     with pytest.raises(NotImplementedError):
         grid_sample(IMAGE, torch.zeros(1, 1, 1, 2), sample="WRAP")
+
+
+def grid_sample_loop(image, gx, gy, mode, align, sample):
+    """Independent float64 loop of GridSample on one channel (2D), after ONNX's reference
+    evaluator: denormalize, for REFLECT mirror an out-of-range coordinate about the border,
+    then interpolate taps that are 0 (FILL), clamped (CLAMP) or mirrored (REFLECT) outside.
+    Unlike ONNX's evaluator, CLAMP does not move the coordinate first: TensorRT's SampleMode
+    doc says "out of bounds indices are clamped to bounds" (it matters for CUBIC only)."""
+    rows, cols = len(image), len(image[0])
+
+    def coordinate(g, n):
+        return (g + 1) / 2 * (n - 1) if align else ((g + 1) * n - 1) / 2
+
+    def reflect(v, lo, hi):
+        span = hi - lo
+        while v < lo or v > hi:
+            v = 2 * lo - v if v < lo else 2 * hi - v
+        return v if span > 0 else lo
+
+    def adjust(v, n):
+        lo, hi = (0, n - 1) if align else (-0.5, n - 0.5)
+        if (v < lo or v > hi) and sample == "REFLECT":
+            return reflect(v, lo, hi)
+        return v
+
+    def tap(r, c):
+        if 0 <= r < rows and 0 <= c < cols:
+            return image[r][c]
+        if sample == "FILL":
+            return 0.0
+        if sample == "CLAMP":
+            return image[min(max(r, 0), rows - 1)][min(max(c, 0), cols - 1)]
+        lo_r, hi_r = (0, rows - 1) if align else (-0.5, rows - 0.5)
+        lo_c, hi_c = (0, cols - 1) if align else (-0.5, cols - 0.5)
+        r2 = int(min(max(round(reflect(r, lo_r, hi_r)), 0), rows - 1))
+        c2 = int(min(max(round(reflect(c, lo_c, hi_c)), 0), cols - 1))
+        return image[r2][c2]
+
+    x, y = adjust(coordinate(gx, cols), cols), adjust(coordinate(gy, rows), rows)
+    if mode == "NEAREST":
+        return tap(round(y), round(x))  # Python's round: half to even
+    x0, y0 = math.floor(x), math.floor(y)
+    if mode == "LINEAR":
+        tx, ty = x - x0, y - y0
+        return ((1 - ty) * ((1 - tx) * tap(y0, x0) + tx * tap(y0, x0 + 1))
+                + ty * ((1 - tx) * tap(y0 + 1, x0) + tx * tap(y0 + 1, x0 + 1)))
+    return sum(keys(y - r, -0.75) * keys(x - c, -0.75) * tap(r, c)
+               for r in range(y0 - 1, y0 + 3) for c in range(x0 - 1, x0 + 3))
+
+
+@pytest.mark.parametrize("mode", ["NEAREST", "LINEAR", "CUBIC"])
+@pytest.mark.parametrize("sample", ["FILL", "CLAMP", "REFLECT"])
+@pytest.mark.parametrize("align", [False, True])
+def test_grid_sample_against_loop(mode, sample, align):
+    image = [[1.0, 5.0, -2.0, 3.0], [0.5, 4.0, 2.0, -1.0], [7.0, -3.0, 6.0, 2.5]]
+    points = [(-1.7, 0.3), (-1.0, -1.0), (0.2, -0.45), (0.9, 1.3), (1.6, -1.9), (0.33, 0.71)]
+    grid = f32(points).reshape(1, 1, -1, 2)
+    out = grid_sample(f32([[image]]), grid, mode=mode, align=align, sample=sample)
+    expected = [grid_sample_loop(image, gx, gy, mode, align, sample) for gx, gy in points]
+    assert out == pytest.approx(expected, abs=1e-5)

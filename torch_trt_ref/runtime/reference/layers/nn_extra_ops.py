@@ -135,9 +135,14 @@ _PADDING = {"FILL": "zeros", "CLAMP": "border", "REFLECT": "reflection"}
                  attrs=("interpolation_mode", "align_corners", "sample_mode"))
 def grid_sample(inputs, interpolation_mode, align_corners, sample_mode):
     """IGridSampleLayer = ONNX GridSample on (N, C, *spatial) with grid (N, *out, nd) of
-    normalized (x, y[, z]) (rank 4 or 5): FILL samples zeros outside, CLAMP the border,
-    REFLECT mirrors; NEAREST rounds half to even and CUBIC uses A = -0.75, as torch's
-    grid_sample does. TensorRT allows only these three sample modes."""
+    normalized (x, y[, z]) (rank 4 or 5): FILL samples zeros outside, CLAMP clamps each
+    tap's index to the border, REFLECT mirrors the coordinate about the border; NEAREST
+    rounds half to even and CUBIC uses A = -0.75, as torch's grid_sample does. TensorRT
+    allows only these three sample modes.
+
+    Note [Grid sample CLAMP]: SampleMode's doc says "out of bounds indices are clamped to
+    bounds", which is torch's border padding; ONNX's reference evaluator instead clamps the
+    coordinate before interpolating, which differs for CUBIC near the border."""
     x, grid = inputs
     if sample_mode not in _PADDING:
         raise NotImplementedError(f"grid sample mode {sample_mode} (TensorRT allows only "
@@ -177,7 +182,7 @@ def nms(inputs, bounding_box_format, topk_box_limit, indices_type):
                          topk_box_limit)
     dtype = DTYPES_BY_NAME.get(indices_type, torch.int32)
     selected = torch.tensor(rows, dtype=dtype).reshape(-1, 3).to(inputs[0].device)
-    return selected, torch.tensor(len(rows), dtype=torch.int32)
+    return selected, torch.tensor(len(rows), dtype=torch.int32, device=selected.device)
 
 
 def _optional_scalar(inputs, i):
