@@ -13,7 +13,12 @@ from torch_trt_ref.runtime.reference.executor import (
     ReferenceMismatchError,
     run_snapshot,
 )
-from torch_trt_ref.runtime.reference.layers.quantize_ops import Int4Tensor, narrow, widen
+from torch_trt_ref.runtime.reference.layers.quantize_ops import (
+    Int4Tensor,
+    narrow,
+    represent,
+    widen,
+)
 from torch_trt_ref.runtime.reference.registry import REFERENCE_LAYERS
 from torch_trt_ref.runtime.snapshot import LayerRecord, NetworkSnapshot, TensorInfo, take_snapshot
 
@@ -98,6 +103,14 @@ def test_int4_tensors_move_like_other_tensors():
     assert out.dtype == torch.int4 and values_of(out) == [1, 4, 2, 5, 3, 6]
     both = run("CONCATENATION", [q, q], axis=0)[0]
     assert both.dtype == torch.int4 and values_of(both)[2] == [1, 2, 3]
+
+
+def test_represent_feeds_inputs_in_the_executors_representation():
+    x = f32([1.0, -3.0, 0.3])
+    assert values_of(represent(x, torch.int4)) == [1, -3, 0]
+    assert values_of(represent(x, torch.float4_e2m1fn_x2)) == [1.0, -3.0, 0.5]
+    assert values_of(represent(x, torch.float8_e4m3fn)) == [1.0, -3.0, 0.3125]
+    assert represent(x, torch.int32).tolist() == [1, -3, 0]
 
 
 @pytest.mark.parametrize("dtype", ["FP8", "FP4", "INT4", "E8M0"])

@@ -141,6 +141,14 @@ def narrow(values: torch.Tensor, to_type: str) -> torch.Tensor:
     return _NARROW[to_type](widen(values))
 
 
+def represent(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``values`` as the executor holds a tensor of torch ``dtype`` (Note [Low-precision
+    tensors]): the low-precision types rounded by ``narrow``, other dtypes by ``.to``. For
+    feeding network inputs; ``widen`` reads any of them back."""
+    name = next((n for n in LOW_PRECISION if DTYPES_BY_NAME[n] == dtype), None)
+    return narrow(values, name) if name is not None else widen(values).to(dtype)
+
+
 # -- CAST of low-precision types ------------------------------------------------------------
 
 # Note [Low-precision cast]: TensorRT's builder rejects a network where a CAST (or any layer
