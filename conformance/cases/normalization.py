@@ -44,3 +44,24 @@ CASES = [
     Case(group_norm, (T((2, 4, 3, 3)), W((4,)), W((4,)), 2, 4, 9, 4, 1e-5), name="with_stats",
          dynamic=False),
 ]
+
+# Dynamic batch and spatial dims (the channel dim is fixed by the weights).
+BATCH_SPATIAL = (0, 2, 3)
+CASES += [
+    Case(_first(bn_eval), (T((2, 3, 5, 4), dynamic=BATCH_SPATIAL), W((3,)), W((3,)), W((3,)),
+                           _var((3,)), 0.1, 1e-5), name="dyn_spatial", check_op=bn_eval),
+    Case(_first(bn_stats), (T((2, 3, 5, 4), dynamic=BATCH_SPATIAL), W((3,)), W((3,)), True,
+                            0.1, 1e-5), name="dyn_spatial", check_op=bn_stats),
+    Case(F.batch_norm, (T((2, 3, 5, 4), dynamic=BATCH_SPATIAL), W((3,)), _var((3,)),
+                        W((3,)), W((3,))), name="functional_dyn_spatial", check_op=bn_eval),
+    Case(_first(layer_norm), (T((2, 3, 8), dynamic=(0, 1)), [8], W((8,)), W((8,)), 1e-5),
+         name="dyn_leading", check_op=layer_norm),
+    Case(F.group_norm, (T((2, 6, 5, 4), dynamic=BATCH_SPATIAL), 3, W((6,)), W((6,)), 1e-5),
+         name="dyn_spatial", check_op=group_norm),
+    Case(F.group_norm, (T((2, 4, 7), dynamic=(0, 2)), 2), name="dyn_3d_no_affine",
+         check_op=group_norm),
+    # N and HxW from the (symbolic) input shape, as F.group_norm passes them; all 3 outputs
+    Case(lambda x, w, b: group_norm(x, w, b, x.shape[0], 4, x.shape[2] * x.shape[3], 2, 1e-5),
+         (T((2, 4, 3, 5), dynamic=BATCH_SPATIAL), W((4,)), W((4,))),
+         name="dyn_spatial_with_stats", check_op=group_norm),
+]
