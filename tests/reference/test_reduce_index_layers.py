@@ -98,9 +98,9 @@ def test_gather_nd():
     assert out.tolist() == [22.0, 10.0]
 
 
-@pytest.mark.parametrize("mode,index", [("DEFAULT", [-1]), ("ELEMENT", [[0, 3, 0]]),
-                                        ("ND", [[0, -1]])])
-def test_gather_rejects_indices_outside_zero_to_n(mode, index):
+@pytest.mark.parametrize("mode,index", [("DEFAULT", [-4]), ("ELEMENT", [[0, 3, 0]]),
+                                        ("ND", [[0, -4]]), ("ND", [[2, 0]])])
+def test_gather_rejects_indices_outside_minus_n_to_n(mode, index):
     with pytest.raises(IndexError):
         run("GATHER", [DATA, t(index, torch.int64)], axis=1 if mode != "ND" else 0,
             mode=mode, num_elementwise_dims=0)
@@ -127,10 +127,36 @@ def test_scatter_nd_elements():
     assert out.tolist() == [[0.0, 0.0, 5.0], [6.0, 0.0, 0.0]]
 
 
-def test_scatter_rejects_negative_indices():
+def test_gather_element_and_nd_negative_indices_count_from_the_end():
+    # Note [Negative gather indices]: -1 is the last column (or row), -3 the first column
+    (out,) = run("GATHER", [DATA, t([[-1], [-3]], torch.int64)], axis=1, mode="ELEMENT",
+                 num_elementwise_dims=0)
+    assert out.tolist() == [[12.0], [20.0]]
+    (out,) = run("GATHER", [DATA, t([[-1, -2]], torch.int64)], axis=0, mode="ND",
+                 num_elementwise_dims=0)
+    assert out.tolist() == [21.0]  # (1, 1)
+
+
+def test_gather_nd_with_one_batch_dim():
+    # nb = 1: out[b] = data[b, idx[b, 0]]; row 0 takes col 2, row 1 col 0
+    (out,) = run("GATHER", [DATA, t([[2], [0]], torch.int64)], axis=0, mode="ND",
+                 num_elementwise_dims=1)
+    assert out.tolist() == [12.0, 20.0]
+
+
+def test_scatter_negative_indices_count_from_the_end():
+    # -1 is column 2 of row 0; -3 is column 0 of row 1
+    (out,) = run("SCATTER", [torch.zeros(2, 3), t([[-1], [-3]], torch.int64),
+                             t([[1.0], [2.0]])], mode="ELEMENT", axis=1)
+    assert out.tolist() == [[0.0, 0.0, 1.0], [2.0, 0.0, 0.0]]
+
+
+@pytest.mark.parametrize("mode,index", [("ELEMENT", [[-4], [0]]), ("ELEMENT", [[3], [0]]),
+                                        ("ND", [[2, 0]])])
+def test_scatter_rejects_indices_outside_minus_n_to_n(mode, index):
+    updates = t([[1.0], [2.0]]) if mode == "ELEMENT" else t([1.0])
     with pytest.raises(IndexError):
-        run("SCATTER", [torch.zeros(2, 3), t([[-1], [0]], torch.int64), t([[1.0], [2.0]])],
-            mode="ELEMENT", axis=1)
+        run("SCATTER", [torch.zeros(2, 3), t(index, torch.int64), updates], mode=mode, axis=1)
 
 
 def test_non_zero():

@@ -179,11 +179,34 @@ def test_gather_scalar_index_removes_axis():
     assert torch.equal(out, f32([3, 4, 5]))
 
 
-@pytest.mark.parametrize("index", [3, -1])
-def test_gather_index_outside_0_to_n_is_an_error(index):
-    # TensorRT documents 0 <= I < input_dimensions[axis]; it does not wrap negatives.
+@pytest.mark.parametrize("index", [3, -4])
+def test_gather_index_outside_minus_n_to_n_is_an_error(index):
     with pytest.raises(IndexError):
         gather(grid(2, 3), i64([index]), 1)
+
+
+def test_gather_negative_index_counts_from_the_end():
+    # Note [Negative gather indices]: -1 is column 2, -3 column 0
+    out = gather(grid(2, 3), i64([-1, -3]), 1)
+    assert torch.equal(out, f32([[2, 0], [5, 3]]))
+
+
+def test_gather_default_one_elementwise_dim():
+    # nb = 1: out[b, j] = data[b, idx[b, j]] along axis 1 (axis counts the batch dim)
+    data = grid(2, 3)  # [[0, 1, 2], [3, 4, 5]]
+    out = run("GATHER", [data, i64([[2, 2], [0, 1]])], axis=1, mode="DEFAULT",
+              num_elementwise_dims=1)
+    assert torch.equal(out, f32([[2, 2], [3, 4]]))
+
+
+def test_gather_default_elementwise_dim_broadcasts_data():
+    # data batch 1 broadcasts against indices batch 2; axis 2 of (1, 2, 3)
+    data = grid(2, 3).reshape(1, 2, 3)
+    out = run("GATHER", [data, i64([[0], [2]])], axis=2, mode="DEFAULT",
+              num_elementwise_dims=1)
+    # out[b, r, j] = data[0, r, idx[b, j]]
+    assert out.shape == (2, 2, 1)
+    assert torch.equal(out, f32([[[0], [3]], [[2], [5]]]))
 
 
 def test_select_broadcasts_condition():

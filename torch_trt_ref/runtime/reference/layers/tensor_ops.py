@@ -147,41 +147,57 @@ def slice_(inputs, start, shape, stride, mode, axes=None):
     return (x,)
 
 
-def _check_gather_range(indices, size: int) -> None:
-    if indices.numel() and (bool((indices < 0).any()) or bool((indices >= size).any())):
-        raise IndexError(f"gather index out of range [0, {size})")
+# Note [Negative gather indices]: TensorRT's Gather page asks for indices in [0, n). Yet the
+# TensorRT ONNX parser passes ONNX's negative indices (Gather, GatherElements, ScatterElements
+# with indices in [-n, n)) to IGatherLayer / IScatterLayer unchanged and relies on the layer
+# to count them from the end, so we do too; an index outside [-n, n) is an error here.
+def wrap_indices(indices, size: int, what: str = "gather"):
+    if indices.numel() and (bool((indices < -size).any()) or bool((indices >= size).any())):
+        raise IndexError(f"{what} index out of range [-{size}, {size})")
+    return torch.where(indices < 0, indices + size, indices)
 
 
-# Note [Gather indices]: TensorRT documents gather indices in [0, n) for every mode (it does
-# not wrap negative ones as torch does); any index outside that range is an error here.
+def _gather_default(data, indices, axis: int, nb: int):
+    """out[b.., i.., rest] = data[b.., .., indices[b.., i..], ..] for nb leading
+    elementwise dims (broadcast between data and indices; nb is 0 or 1)."""
+    if nb == 0:
+        indices = wrap_indices(indices, data.shape[axis])
+        out = data.index_select(axis, indices.reshape(-1))
+        return out.reshape(data.shape[:axis] + indices.shape + data.shape[axis + 1:])
+    batch = max(data.shape[0], indices.shape[0])
+    data = data.expand(batch, *data.shape[1:])
+    indices = indices.expand(batch, *indices.shape[1:])
+    outs = [_gather_default(data[b], indices[b], axis - 1, 0) for b in range(batch)]
+    each = data.shape[1:axis] + indices.shape[1:] + data.shape[axis + 1:]
+    return torch.stack(outs) if outs else data.new_empty((0, *each))
+
+
+def _gather_nd(data, indices, nb: int):
+    """out[b.., i..] = data[b.., indices[b.., i.., 0], .., indices[b.., i.., k-1]]."""
+    k = indices.shape[-1]
+    indices = torch.stack([wrap_indices(indices[..., d], data.shape[nb + d])
+                           for d in range(k)], -1) if k else indices
+    batch = data.shape[:nb]
+    n = math.prod(batch)  # explicit: -1 is ambiguous for empty tensors
+    flat_idx = indices.reshape(n, *indices.shape[nb:])
+    flat_data = data.reshape(n, *data.shape[nb:])
+    outs = [flat_data[b][tuple(flat_idx[b][..., i] for i in range(k))] for b in range(n)]
+    each = tuple(indices.shape[nb:-1]) + tuple(data.shape[nb + k:])
+    out = torch.stack(outs) if outs else data.new_empty((0, *each))
+    return out.reshape(*batch, *out.shape[1:])
+
+
 @reference_layer("GATHER", "IGatherLayer", attrs=("axis", "mode", "num_elementwise_dims"))
 def gather(inputs, axis, mode, num_elementwise_dims):
+    """DEFAULT (ONNX Gather; axis counts every data dim and lies in [nb, rank)), ELEMENT
+    (ONNX GatherElements, like torch.gather) and ND (ONNX GatherND with nb batch dims).
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/Gather.html"""
     data, indices = inputs[0], inputs[1].long()
     if mode == "ELEMENT":
-        _check_gather_range(indices, data.shape[axis])
-        return (torch.gather(data, axis, indices),)
+        return (torch.gather(data, axis, wrap_indices(indices, data.shape[axis])),)
     if mode == "ND":
-        for d in range(indices.shape[-1]):
-            _check_gather_range(indices[..., d], data.shape[num_elementwise_dims + d])
-        nb = num_elementwise_dims
-        batch = data.shape[:nb]
-        k = indices.shape[-1]
-        n = math.prod(batch)  # explicit: -1 is ambiguous for empty tensors
-        flat_idx = indices.reshape(n, *indices.shape[nb:])
-        flat_data = data.reshape(n, *data.shape[nb:])
-        outs = []
-        for b in range(n):
-            idx = flat_idx[b]
-            outs.append(flat_data[b][tuple(idx[..., i] for i in range(k))])
-        each = tuple(indices.shape[nb:-1]) + tuple(data.shape[nb + k:])
-        out = torch.stack(outs) if outs else data.new_empty((0, *each))
-        return (out.reshape(*batch, *out.shape[1:]),)
-    if num_elementwise_dims:
-        raise NotImplementedError("DEFAULT gather with elementwise dims")
-    size = data.shape[axis]
-    _check_gather_range(indices, size)
-    out = data.index_select(axis, indices.reshape(-1))
-    return (out.reshape(data.shape[:axis] + indices.shape + data.shape[axis + 1:]),)
+        return (_gather_nd(data, indices, num_elementwise_dims),)
+    return (_gather_default(data, indices, axis, num_elementwise_dims),)
 
 
 @reference_layer("SELECT", "ISelectLayer")
