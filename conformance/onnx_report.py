@@ -81,12 +81,22 @@ def render_markdown(summary: dict, outcomes: list[Outcome]) -> str:
     for kind, k in summary["per_kind"].items():
         lines.append(f"| {kind} | {k['networks']} | {k['passed']} | "
                      f"{k['networks'] - k['passed']} |")
-    for title, keep in (("Failing cases", lambda x: x.outcome not in (PASSED, NOT_PARSED)),
-                        ("Not parsed", lambda x: x.outcome == NOT_PARSED)):
-        rows = [x for x in outcomes if keep(x)]
-        lines += ["", f"## {title} ({len(rows)})", "", "| case | outcome | reason |",
-                  "|---|---|---|"]
-        lines += [f"| {x.name} | {x.outcome} | {_cell(x.reason)} |" for x in rows]
+    failing = [x for x in outcomes if x.outcome not in (PASSED, NOT_PARSED)]
+    lines += ["", f"## Failing cases ({len(failing)})", "", "| case | outcome | reason |",
+              "|---|---|---|"]
+    lines += [f"| {x.name} | {x.outcome} | {_cell(x.reason)} |" for x in failing]
+    changed = [x for x in outcomes if x.notes]
+    lines += ["", f"## Dtypes TensorRT changed ({len(changed)} cases, compared by value)", "",
+              "| case | outcome | changes |", "|---|---|---|"]
+    lines += [f"| {x.name} | {x.outcome} | {_cell('; '.join(x.notes))} |" for x in changed]
+    by_reason = defaultdict(list)
+    for x in outcomes:
+        if x.outcome == NOT_PARSED:
+            by_reason[x.reason].append(x.name)
+    lines += ["", f"## Not parsed ({summary['not parsed']}), by parser error", "",
+              "| cases | parser error | case names |", "|---:|---|---|"]
+    for reason, names in sorted(by_reason.items(), key=lambda kv: -len(kv[1])):
+        lines.append(f"| {len(names)} | {_cell(reason)} | {', '.join(names)} |")
     return "\n".join(lines) + "\n"
 
 

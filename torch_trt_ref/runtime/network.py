@@ -125,11 +125,15 @@ def parse_onnx(model) -> OnnxNetwork:
 
 
 def _parser_errors(parser) -> str:
-    errors = []
+    errors = []  # distinct messages, in the parser's order
     for i in range(parser.num_errors):
         e = parser.get_error(i)
         where = f"node {e.node()} ({e.node_operator()})" if e.node() >= 0 else "model"
-        errors.append(f"{where}: {e.desc().strip().splitlines()[-1]}")
+        desc = e.desc().strip().splitlines()[-1] if e.desc().strip() else ""
+        if desc in ("", "false"):  # a failed check without a message: say which kind
+            desc = str(e.code()).rsplit(".", 1)[-1]
+        if f"{where}: {desc}" not in errors:
+            errors.append(f"{where}: {desc}")
     return "; ".join(errors) or "the parser returned false without an error"
 
 
