@@ -1,14 +1,20 @@
 """Reference RESIZE (every InterpolationMode, coordinate transformation, rounding mode and
 selector; cubic_coeff, exclude_outside, scales), NMS and GRID_SAMPLE layers against values
 worked out by hand from TensorRT's documented semantics (the derivation is in the comment
-next to each expectation) or an independent float64 loop written here."""
+next to each expectation) or an independent float64 loop written here; and POOLING,
+CONVOLUTION, DECONVOLUTION, NORMALIZATION, LRN, NMS and RESIZE layers built through
+TensorRT's Python API and snapshotted, so every attribute they read is recorded."""
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
+from torch_trt_ref._trt import make_logger, to_trt_dtype, trt
+from torch_trt_ref.runtime.reference.executor import run_snapshot
 from torch_trt_ref.runtime.reference.registry import REFERENCE_LAYERS
+from torch_trt_ref.runtime.snapshot import take_snapshot
 
 
 def run(kind, inputs, **attrs):
@@ -308,3 +314,122 @@ def test_grid_sample_against_loop(mode, sample, align):
     out = grid_sample(f32([[image]]), grid, mode=mode, align=align, sample=sample)
     expected = [grid_sample_loop(image, gx, gy, mode, align, sample) for gx, gy in points]
     assert out == pytest.approx(expected, abs=1e-5)
+
+
+# --- through TensorRT's API: the snapshot records every attribute these kinds read ---
+
+
+def trt_network(add_layer, **inputs):
+    """Network inputs ``inputs``, one layer added by ``add_layer(net, tensors)``, every
+    output marked; snapshot and run it. Returns the outputs in order."""
+    builder = trt.Builder(make_logger())
+    net = builder.create_network(0)
+    tensors = {name: net.add_input(name, to_trt_dtype(v.dtype), tuple(v.shape))
+               for name, v in inputs.items()}
+    layer = add_layer(net, tensors)
+    for i in range(layer.num_outputs):
+        net.mark_output(layer.get_output(i))
+    return run_snapshot(take_snapshot(net, {}), inputs)
+
+
+def test_api_pooling_blend_same_lower_and_round_up():
+    def blend(net, t):
+        layer = net.add_pooling_nd(t["x"], trt.PoolingType.MAX_AVERAGE_BLEND, (2, 2))
+        layer.blend_factor = 0.25
+        return layer
+
+    (out,) = trt_network(blend, x=f32([[[[1, 2], [3, 4]]]]))
+    assert out.flatten().tolist() == [3.625]  # 0.75 * max 4 + 0.25 * average 2.5
+
+    def round_up(net, t):
+        layer = net.add_pooling_nd(t["x"], trt.PoolingType.AVERAGE, (1, 2))
+        layer.stride_nd, layer.pre_padding = (1, 2), (0, 1)
+        layer.padding_mode = trt.PaddingMode.EXPLICIT_ROUND_UP
+        layer.average_count_excludes_padding = True
+        return layer
+
+    # the 1-D case of test_average_pooling_modes: windows [pad,1] [2,3] [4,past]
+    (out,) = trt_network(round_up, x=f32([[[[1, 2, 3, 4]]]]))
+    assert out.flatten().tolist() == [1, 2.5, 4]
+
+
+def test_api_convolution_same_upper_dilated_and_deconvolution_same_lower():
+    kernel = np.ones((1, 1, 1, 2), np.float32)
+    deconv_kernel = np.array([1, 10, 100], np.float32).reshape(1, 1, 1, 3)
+
+    def conv(net, t):
+        layer = net.add_convolution_nd(t["x"], 1, (1, 2), trt.Weights(kernel))
+        layer.dilation_nd, layer.padding_mode = (1, 2), trt.PaddingMode.SAME_UPPER
+        return layer
+
+    (out,) = trt_network(conv, x=f32([[[[1, 2, 3, 4, 5]]]]))
+    assert out.flatten().tolist() == [2, 4, 6, 8, 4]  # as in test_convolution_padding_modes
+
+    def deconv(net, t):
+        layer = net.add_deconvolution_nd(t["x"], 1, (1, 3), trt.Weights(deconv_kernel))
+        layer.stride_nd, layer.padding_mode = (1, 2), trt.PaddingMode.SAME_LOWER
+        return layer
+
+    (out,) = trt_network(deconv, x=f32([[[[1, 2]]]]))
+    assert out.flatten().tolist() == [10, 102, 20, 200]
+
+
+def test_api_group_normalization_v1_per_group_and_v2_per_channel_scale():
+    x = f32([1, 3, 2, 6]).reshape(1, 4, 1, 1)  # groups [1, 3 | 2, 6] -> [-1, 1 | -1, 1]
+
+    def v1(net, t):
+        layer = net.add_normalization(t["x"], t["s"], t["b"], (1 << 2) | (1 << 3))
+        layer.num_groups, layer.epsilon = 2, 0.0
+        return layer
+
+    scale, bias = f32([1, 2]).reshape(1, 2, 1, 1), f32([0, 1]).reshape(1, 2, 1, 1)
+    (out,) = trt_network(v1, x=x, s=scale, b=bias)
+    assert out.flatten().tolist() == [-1, 1, -1, 3]
+
+    def v2(net, t):
+        layer = net.add_normalization_v2(t["x"], t["s"], t["b"], (1 << 2) | (1 << 3))
+        layer.num_groups, layer.epsilon = 2, 0.0
+        return layer
+
+    scale, bias = f32([1, 2, 3, 4]).reshape(1, 4, 1, 1), f32([0, 0, 0, 1]).reshape(1, 4, 1, 1)
+    (out,) = trt_network(v2, x=x, s=scale, b=bias)
+    assert out.flatten().tolist() == [-1, 2, -3, 5]
+
+
+def test_api_lrn_and_nms():
+    def lrn(net, t):
+        return net.add_lrn(t["x"], 3, 1.0, 1.0, 0.1)
+
+    x = torch.arange(5, dtype=torch.float32).reshape(1, 5, 1, 1)
+    (out,) = trt_network(lrn, x=x)
+    assert out.flatten()[2].item() == pytest.approx(2 / (0.1 + 14 / 3))  # channels 1..3
+
+    def nms(net, t):
+        layer = net.add_nms(t["boxes"], t["scores"], t["limit"])
+        layer.set_input(3, t["iou"])
+        layer.set_input(4, t["score"])
+        layer.topk_box_limit = 3
+        layer.indices_type = trt.int64
+        return layer
+
+    selected, count = trt_network(nms, boxes=BOXES, scores=SCORES,
+                                  limit=torch.tensor(2, dtype=torch.int32), iou=f32(0.5),
+                                  score=f32(0.15))
+    # as test_nms_limits_and_thresholds with topk 3
+    assert selected.dtype == torch.int64 and selected.tolist() == [[0, 0, 0], [0, 1, 1]]
+    assert count.item() == 2
+
+
+def test_api_resize_cubic_coefficient_and_exclude_outside():
+    def cubic(net, t):
+        layer = net.add_resize(t["x"])
+        layer.shape = (1, 7)
+        layer.resize_mode = trt.InterpolationMode.CUBIC
+        layer.coordinate_transformation = trt.ResizeCoordinateTransformation.ALIGN_CORNERS
+        layer.cubic_coeff, layer.exclude_outside = -0.5, True
+        return layer
+
+    (out,) = trt_network(cubic, x=f32([[0, 0, 16, 0]]))
+    # as test_resize_cubic_coefficient_by_hand
+    assert out[0, 1].item() == pytest.approx(-1 / 1.0625)
+    assert out[0, 3].item() == pytest.approx(9.0)
