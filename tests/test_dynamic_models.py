@@ -67,6 +67,8 @@ def test_whole_model_is_one_dynamic_engine(model_and_compiled):
     converters = report.engines[0].converters
     assert "aten.sym_size.int" in converters  # the sequence length is symbolic
     assert "aten.view.default" in converters
+    # nodes with SymInt arguments (arange(seq)) are lowered node by node too
+    assert report.lowering == "node by node", report.lowering
 
 
 @pytest.mark.parametrize("seq", [4, 8, 32])

@@ -206,13 +206,18 @@ _MAX_ROUNDS = 8
 
 def _signature(node: torch.fx.Node, inputs: list, position: dict):
     """A key under which ``node``'s decomposition can be reused: the op, its non-tensor
-    arguments and its inputs' static shapes, strides and dtypes (None when symbolic)."""
+    arguments and its inputs' shapes, strides and dtypes. Symbolic sizes enter as their
+    expressions: two nodes whose inputs have the same expressions have equal sizes at run
+    time, and the traced decomposition reads sizes from its inputs (``sym_size``), never
+    as constants. A SymInt input enters as its expression."""
     metas = []
     for n in inputs:
         val = n.meta["val"]
-        if not all(isinstance(d, int) for d in (*val.shape, *val.stride())):
-            return None
-        metas.append((tuple(val.shape), val.stride(), val.dtype, val.device))
+        if isinstance(val, torch.SymInt):
+            metas.append(("SymInt", str(val)))
+        else:
+            metas.append((tuple(map(str, val.shape)), tuple(map(str, val.stride())),
+                          val.dtype, val.device))
     args = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: ("input", position[n]))
     return node.target, repr(args), tuple(metas)
 
@@ -223,16 +228,18 @@ def _decompose_node(gm: torch.fx.GraphModule, node: torch.fx.Node, table: dict,
     from torch.fx.experimental.proxy_tensor import make_fx
 
     inputs = node.all_input_nodes
-    if any(not isinstance(n.meta.get("val"), torch.Tensor) for n in inputs):
-        raise NotLocallyLowerable(f"{node.name}: non-tensor inputs")
+    if any(not isinstance(n.meta.get("val"), (torch.Tensor, torch.SymInt)) for n in inputs):
+        raise NotLocallyLowerable(f"{node.name}: inputs other than tensors and SymInts")
     values = [n.meta["val"] for n in inputs]
-    if len({id(v) for v in values}) < len(values):
+    tensors = [v for v in values if isinstance(v, torch.Tensor)]
+    if len({id(v) for v in tensors}) < len(tensors):
         # make_fx tracks tensors by identity: two inputs with one FakeTensor would be traced
-        # as one placeholder, and the decomposition would read the wrong input.
+        # as one placeholder, and the decomposition would read the wrong input. (SymInt
+        # inputs of one expression are equal at run time, so either may be read.)
         raise NotLocallyLowerable(f"{node.name}: two inputs share one FakeTensor value")
     position = {n: i for i, n in enumerate(inputs)}
     key = _signature(node, inputs, position)
-    if key is not None and key in traced:
+    if key in traced:
         _inline(gm, node, traced[key], inputs, fake_mode)
         return
 
@@ -250,8 +257,7 @@ def _decompose_node(gm: torch.fx.GraphModule, node: torch.fx.Node, table: dict,
     # (-> clamp_min), so both routes give the same ops.
     with fake_mode, enable_python_dispatcher():
         sub = make_fx(call, decomposition_table=table, tracing_mode="real")(*values)
-    if key is not None:
-        traced[key] = sub
+    traced[key] = sub
     _inline(gm, node, sub, inputs, fake_mode)
 
 
