@@ -242,3 +242,45 @@ def test_concatenate_length_must_match_the_trip_count(net):
     with pytest.raises(ValueError, match="iterations ran"):
         _run(net, [out], x=torch.zeros(4), n=torch.tensor(2, dtype=torch.int32),
              length=torch.tensor(3, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("taken", [True, False])
+def test_loop_inside_a_branch(net, taken):
+    """then: a loop summing x's elements (x passed in through "CONDITIONAL_INPUT");
+    else: x's first element. The loop runs only when its branch is taken."""
+    cond = net.add_input("cond", trt.bool, ())
+    x = net.add_input("x", trt.float32, (3,))
+    n = net.add_input("n", trt.int32, ())
+    conditional = net.add_if_conditional()
+    conditional.set_condition(cond)
+    inside = conditional.add_input(x).get_output(0)
+    loop = _count_loop(net, n)
+    s = loop.add_recurrence(_const(net, 0.0))
+    element = loop.add_iterator(inside).get_output(0)
+    s.set_input(1, net.add_elementwise(s.get_output(0), element, SUM).get_output(0))
+    total = loop.add_loop_output(s.get_output(0), trt.LoopOutput.LAST_VALUE).get_output(0)
+    first = net.add_slice(inside, (0,), (1,), (1,)).get_output(0)
+    first = net.add_shuffle(first)
+    first.reshape_dims = ()
+    out = conditional.add_output(total, first.get_output(0)).get_output(0)
+    net.mark_output(out)
+    values: dict = {}
+    (got,) = run_snapshot(take_snapshot(net, {}), {
+        "cond": torch.tensor(taken), "x": torch.tensor([1.0, 2.0, 4.0]),
+        "n": torch.tensor(3, dtype=torch.int32)}, values)
+    assert got.item() == (7.0 if taken else 1.0)
+    assert (total.name in values) == taken  # the loop's output exists only if its branch ran
+
+
+def test_while_loop_concatenates_every_iteration(net):
+    """A WHILE loop's CONCATENATE output holds one slice per iteration run (halving 40
+    while above 4: 40, 20, 10, 5), the length given as input 1."""
+    start, length = net.add_input("start", trt.float32, ()), net.add_input("k", trt.int32, ())
+    loop = net.add_loop()
+    v = loop.add_recurrence(start)
+    above = net.add_elementwise(_const(net, 4.0), v.get_output(0), LESS).get_output(0)
+    loop.add_trip_limit(above, trt.TripLimit.WHILE)
+    v.set_input(1, net.add_elementwise(v.get_output(0), _const(net, 0.5), PROD).get_output(0))
+    out = _concat(loop, v.get_output(0), trt.LoopOutput.CONCATENATE, length)
+    (got,) = _run(net, [out], start=torch.tensor(40.0), k=torch.tensor(4, dtype=torch.int32))
+    assert torch.equal(got, torch.tensor([40.0, 20.0, 10.0, 5.0]))

@@ -15,7 +15,11 @@ class LayerKind:
     interface: type  # e.g. trt.IElementWiseLayer, used to read attributes
     attrs: tuple[str, ...]
     weights: tuple[str, ...]
-    run: Callable  # run(inputs: list[Tensor | None], **attrs_and_weights) -> tuple[Tensor]
+    # run(inputs: list[Tensor | None], **attrs_and_weights) -> tuple[Tensor]. Loop and
+    # conditional boundary kinds also take what the executor knows of the iteration or
+    # branch (index, count, history, taken); TRIP_LIMIT and CONDITION, which have no
+    # outputs, return their decision as a bool (layers/control_flow.py).
+    run: Callable
 
 
 REFERENCE_LAYERS: dict[str, LayerKind] = {}
