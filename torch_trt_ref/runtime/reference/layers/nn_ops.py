@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from ..registry import reference_layer
-from .common import axes_from_mask
+from .common import DTYPES_BY_NAME, axes_from_mask
 
 _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 _CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
@@ -128,23 +128,18 @@ def deconvolution(inputs, num_output_maps, kernel_size_nd, stride_nd, dilation_n
     return (out,)
 
 
+def _pool3d(pool, x, kernel, stride, **kw):
+    """``pool`` (a torch 3-D pooling function) over the innermost len(kernel) dims of x,
+    the leading dims flattened into the batch and missing spatial dims of size 1."""
+    nd = len(kernel)
+    pad = (1,) * (3 - nd)
+    out = pool(x.reshape((-1, 1) + pad + tuple(x.shape[-nd:])), pad + tuple(kernel),
+               pad + tuple(stride), **kw)
+    return out.reshape(tuple(x.shape[:-nd]) + tuple(out.shape[-nd:]))
+
+
 def _window_sums(x, kernel, stride):
-    """Sums over every pooling window of the innermost len(kernel) dims (float64)."""
-    nd = len(kernel)
-    lead = x.shape[:-nd]
-    x3 = x.reshape((-1, 1) + (1,) * (3 - nd) + tuple(x.shape[-nd:]))
-    k3 = (1,) * (3 - nd) + tuple(kernel)
-    s3 = (1,) * (3 - nd) + tuple(stride)
-    out = F.avg_pool3d(x3, k3, s3, divisor_override=1)
-    return out.reshape(tuple(lead) + tuple(out.shape[-nd:]))
-
-
-def _window_max(x, kernel, stride):
-    nd = len(kernel)
-    lead = x.shape[:-nd]
-    x3 = x.reshape((-1, 1) + (1,) * (3 - nd) + tuple(x.shape[-nd:]))
-    out = F.max_pool3d(x3, (1,) * (3 - nd) + tuple(kernel), (1,) * (3 - nd) + tuple(stride))
-    return out.reshape(tuple(lead) + tuple(out.shape[-nd:]))
+    return _pool3d(F.avg_pool3d, x, kernel, stride, divisor_override=1)
 
 
 @reference_layer("POOLING", "IPoolingLayer",
@@ -155,7 +150,9 @@ def pooling(inputs, type, window_size_nd, stride_nd, pre_padding, post_padding, 
     """IPoolingLayer over the innermost len(window) dims with padding by padding_mode
     (Note [PaddingMode]). MAX ignores padding. AVERAGE divides a window's sum by its
     overlap with the unpadded input (average_count_excludes_padding) or with the padded
-    input. MAX_AVERAGE_BLEND = (1 - blend_factor) * MAX + blend_factor * AVERAGE."""
+    input. MAX_AVERAGE_BLEND = (1 - blend_factor) * MAX + blend_factor * AVERAGE. A window
+    holding no input (possible with EXPLICIT_ROUND_UP) gives -inf for MAX and 0 / 0 for an
+    average that excludes padding: TensorRT does not document its output there."""
     x = inputs[0]
     nd = len(window_size_nd)
     ones = (1,) * nd
@@ -164,7 +161,7 @@ def pooling(inputs, type, window_size_nd, stride_nd, pre_padding, post_padding, 
     results = {}
     if type in ("MAX", "MAX_AVERAGE_BLEND"):
         xp = _pad_for_windows(x.double(), dims, window_size_nd, stride_nd, ones, float("-inf"))
-        results["MAX"] = _window_max(xp, window_size_nd, stride_nd)
+        results["MAX"] = _pool3d(F.max_pool3d, xp, window_size_nd, stride_nd)
     if type in ("AVERAGE", "MAX_AVERAGE_BLEND"):
         xp = _pad_for_windows(x.double(), dims, window_size_nd, stride_nd, ones, 0.0)
         count = _pooling_counts(x.shape[-nd:], dims, window_size_nd, stride_nd,
@@ -191,16 +188,18 @@ def _pooling_counts(sizes, dims, kernel, stride, exclude_padding: bool):
 
 
 @reference_layer("NORMALIZATION", "INormalizationLayer",
-                 attrs=("axes", "epsilon", "num_groups", "compute_precision", "is_v2"))
-def normalization(inputs, axes, epsilon, num_groups, compute_precision, is_v2=True):
+                 attrs=("axes", "epsilon", "num_groups", "compute_precision"))
+def normalization(inputs, axes, epsilon, num_groups, compute_precision):
     """INormalizationLayer: Y = (X - Mean(X, axes)) / Sqrt(Variance(X, axes) + epsilon) * S + B,
-    biased variance, computed in float32. With num_groups > 1 (group normalization) the
-    channel dim 1 is split into num_groups groups, each reduced together with ``axes``.
-    Scale and bias broadcast to X: [1, C, 1, ...] per channel for instance and group norm
-    (add_normalization_v2); the original add_normalization took group norm's scale and bias
-    per group, [1, G, 1, ...]."""
+    biased variance, computed in compute_precision (float32 when unset; TensorRT-RTX has no
+    such attribute). With num_groups > 1 (group normalization) the channel dim 1 is split
+    into num_groups groups, each reduced together with ``axes``. Scale and bias broadcast to
+    X: [1, C, 1, ...] per channel for instance and group norm (add_normalization_v2); the
+    original add_normalization took group norm's per group, [1, G, 1, ...], told apart here
+    by their shape."""
     x, scale, bias = inputs
-    xf = x.float()
+    compute = DTYPES_BY_NAME.get(compute_precision, torch.float32)
+    xf = x.to(compute)
     dims = axes_from_mask(axes, x.dim())
     if num_groups > 1:
         c = x.shape[1]
@@ -212,7 +211,7 @@ def normalization(inputs, axes, epsilon, num_groups, compute_precision, is_v2=Tr
             bias = bias.repeat_interleave(c // num_groups, dim=1)
     else:
         y = _normalize(xf, dims, epsilon)
-    return ((y * scale.float() + bias.float()).to(x.dtype),)
+    return ((y * scale.to(compute) + bias.to(compute)).to(x.dtype),)
 
 
 def _normalize(x, dims, epsilon):
