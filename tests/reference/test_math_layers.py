@@ -158,6 +158,32 @@ def test_activation(kind, alpha, beta, x, expected):
     torch.testing.assert_close(out, f32(expected), atol=1e-6, rtol=1e-6)
 
 
+def test_thresholded_relu_and_softplus_far_from_zero():
+    # THRESHOLDED_RELU: x if x > alpha else 0 (x = alpha gives 0)
+    out = run("ACTIVATION", (f32([0.5, 1.0, 1.5]),), type="THRESHOLDED_RELU", alpha=1.0,
+              beta=0.0)
+    assert torch.equal(out, f32([0.0, 0.0, 1.5]))
+    # SOFTPLUS alpha * log(1 + exp(beta * x)): at beta * x = 200 it is alpha * 200 (exp alone
+    # overflows float32); at -200 it is ~exp(-200), i.e. 0 in float32
+    out = run("ACTIVATION", (f32([100.0, -100.0]),), type="SOFTPLUS", alpha=0.5, beta=2.0)
+    torch.testing.assert_close(out, f32([100.0, 0.0]))
+
+
+def test_every_tensorrt_operation_has_a_reference():
+    """Each member of trt.ElementWiseOperation / UnaryOperation / ActivationType runs."""
+    import tensorrt_rtx as trt
+
+    x = f32([0.5, -0.25])
+    for op in trt.ElementWiseOperation.__members__:
+        logical = op in ("AND", "OR", "XOR")
+        a = b([True, False]) if logical else x
+        assert run("ELEMENTWISE", (a, a), op=op).shape == (2,), op
+    for op in trt.UnaryOperation.__members__:
+        assert run("UNARY", (b([True, False]) if op == "NOT" else x,), op=op).shape == (2,)
+    for kind in trt.ActivationType.__members__:
+        assert run("ACTIVATION", (x,), type=kind, alpha=0.1, beta=0.2).shape == (2,), kind
+
+
 def test_relu_keeps_integers():
     out = run("ACTIVATION", (i32([-2, 5]),), type="RELU", alpha=0.0, beta=0.0)
     assert torch.equal(out, i32([0, 5]))

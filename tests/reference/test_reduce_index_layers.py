@@ -62,6 +62,42 @@ def test_topk_min_with_runtime_k_defaults_to_int32_indices():
     assert indices.dtype == torch.int32
 
 
+def test_topk_ties_keep_the_lower_index_first():
+    # Note [Top-k ties]: [5, 7, 5, 7] -> MAX k=3: 7 (index 1), 7 (index 3), 5 (index 0)
+    values, indices = run("TOPK", [t([[5.0, 7.0, 5.0, 7.0]])], op="MAX", k=3, axes=0b10,
+                          indices_type="INT64")
+    assert values.tolist() == [[7.0, 7.0, 5.0]] and indices.tolist() == [[1, 3, 0]]
+    values, indices = run("TOPK", [t([[5.0, 7.0, 5.0, 7.0]])], op="MIN", k=3, axes=0b10,
+                          indices_type="INT64")
+    assert values.tolist() == [[5.0, 5.0, 7.0]] and indices.tolist() == [[0, 2, 1]]
+
+
+def test_topk_along_axis_zero():
+    values, indices = run("TOPK", [t([[1.0, 8.0], [4.0, 2.0], [3.0, 9.0]])], op="MAX", k=1,
+                          axes=0b01, indices_type="INT32")
+    assert values.tolist() == [[4.0, 9.0]] and indices.tolist() == [[1, 2]]
+
+
+def test_reduce_integer_average_truncates():
+    # Note [Integer average]: (1 + 2) / 2 = 1.5 -> 1; (-1 + -2) / 2 = -1.5 -> -1
+    (out,) = run("REDUCE", [t([[1, 2], [-1, -2]], torch.int32)], op="AVG", axes=0b10,
+                 keep_dims=False)
+    assert out.dtype == torch.int32 and out.tolist() == [1, -1]
+
+
+def test_cumulative_exclusive_is_a_shift_not_a_subtraction():
+    # [inf, 1, 2]: exclusive sums are 0, inf, inf (subtracting x would give inf - inf = nan)
+    (out,) = run("CUMULATIVE", [t([math.inf, 1.0, 2.0]), t(0, torch.int32)], op="SUM",
+                 exclusive=True, reverse=False)
+    assert out.tolist() == [0.0, math.inf, math.inf]
+
+
+def test_cumulative_along_last_axis_of_matrix_with_negative_axis():
+    (out,) = run("CUMULATIVE", [t([[1, 2, 3], [4, 5, 6]], torch.int64), t(-1, torch.int32)],
+                 op="SUM", exclusive=False, reverse=True)
+    assert out.tolist() == [[6, 5, 3], [15, 11, 6]]
+
+
 @pytest.mark.parametrize("exclusive,reverse,expected", [
     (False, False, [1, 3, 6, 10]),   # prefix sums of [1, 2, 3, 4]
     (True, False, [0, 1, 3, 6]),     # sums of elements strictly before

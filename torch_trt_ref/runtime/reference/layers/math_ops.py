@@ -69,7 +69,7 @@ _ACTIVATIONS = {
     "ELU": lambda x, a, b: torch.where(x >= 0, x, a * torch.expm1(x)),
     "SELU": lambda x, a, b: b * torch.where(x >= 0, x, a * torch.expm1(x)),
     "SOFTSIGN": lambda x, a, b: x / (1 + x.abs()),
-    "SOFTPLUS": lambda x, a, b: a * torch.log1p(torch.exp(b * x)),
+    "SOFTPLUS": lambda x, a, b: a * torch.logaddexp(b * x, torch.zeros_like(x)),
     "CLIP": lambda x, a, b: x.clamp(max=b).clamp(min=a),  # max(alpha, min(beta, x))
     "HARD_SIGMOID": lambda x, a, b: (a * x + b).clamp(0, 1),
     "SCALED_TANH": lambda x, a, b: a * torch.tanh(b * x),
@@ -108,9 +108,19 @@ def _extreme(largest: bool):
     return run
 
 
+# Note [Integer average]: TensorRT accepts AVG on int32/int64 and keeps the type without
+# documenting the rounding; we divide the exact sum by the count truncating toward zero, as
+# its integer DIV does (Note [Integer division]).
+def _average(x, d, k):
+    if x.is_floating_point():
+        return x.mean(d, keepdim=k)
+    count = math.prod(x.shape[i] for i in d)
+    return _int_div(x.sum(d, keepdim=k), torch.tensor(count))
+
+
 _REDUCE = {
     "SUM": lambda x, d, k: x.sum(d, keepdim=k),
-    "AVG": lambda x, d, k: x.mean(d, keepdim=k),
+    "AVG": _average,
     "MAX": _extreme(True),
     "MIN": _extreme(False),
     "PROD": _reduce_prod,
@@ -119,6 +129,10 @@ _REDUCE = {
 
 @reference_layer("REDUCE", "IReduceLayer", attrs=("op", "axes", "keep_dims"))
 def reduce(inputs, op, axes, keep_dims):
+    """SUM, PROD, MAX, MIN or AVG over the dims set in the axes bit mask, dropped unless
+    keep_dims; the output keeps the input type. (ReduceOperation.NONE exists in
+    tensorrt_rtx but add_reduce rejects it.)
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/Reduce.html"""
     x = inputs[0]
     dims = axes_from_mask(axes, x.dim())
     if not dims:
@@ -153,28 +167,38 @@ def matrix_multiply(inputs, op0, op1):
     return (_matrix_operand(a, op0) @ _matrix_operand(b, op1),)
 
 
+# Note [Top-k ties]: TensorRT leaves the order of equal values unspecified. We take a stable
+# sort, so among equal values the lower index comes first (ONNX TopK's rule, which the
+# ONNX parser maps onto this layer); NaN sorts as the largest value, as in torch.
 @reference_layer("TOPK", "ITopKLayer", attrs=("op", "k", "axes", "indices_type"))
 def topk(inputs, op, k, axes, indices_type="INT32"):
-    """The k largest (MAX) or smallest (MIN) along one axis, sorted; input 1 overrides k.
-    The order of equal values is unspecified in TensorRT."""
+    """The k largest (MAX) or smallest (MIN) along the one axis of the mask, sorted, with
+    their indices; input 1 overrides k.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/TopK.html"""
     x = inputs[0]
     if len(inputs) > 1 and inputs[1] is not None:
         k = int(inputs[1].reshape(()))
     (dim,) = axes_from_mask(axes, x.dim())
-    values, indices = torch.topk(x, k, dim=dim, largest=op == "MAX", sorted=True)
+    values, indices = torch.sort(x, dim=dim, descending=op == "MAX", stable=True)
+    values, indices = values.narrow(dim, 0, k), indices.narrow(dim, 0, k)
     return values, indices.to(DTYPES_BY_NAME[indices_type or "INT32"])
 
 
 @reference_layer("CUMULATIVE", "ICumulativeLayer", attrs=("op", "exclusive", "reverse"))
 def cumulative(inputs, op, exclusive, reverse):
-    x, axis = inputs[0], int(inputs[1].reshape(()))
+    """Running SUM along the axis of input 1 (a 0-D tensor), inclusive or exclusive (the
+    first output is 0), forward or from the end; the output keeps the input type.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/c-api/classnvinfer1_1_1_i_cumulative_layer.html"""
+    x = inputs[0]
+    axis = int(inputs[1].reshape(())) % max(x.dim(), 1)
     if op != "SUM":
         raise NotImplementedError(f"cumulative {op}")
     if reverse:
         x = x.flip(axis)
     out = x.cumsum(axis).to(x.dtype)
-    if exclusive:
-        out = out - x
+    if exclusive:  # shift by one rather than subtract x: exact, and no inf - inf
+        first = torch.zeros_like(x.narrow(axis, 0, min(1, x.shape[axis])))
+        out = torch.cat([first, out.narrow(axis, 0, max(x.shape[axis] - 1, 0))], axis)
     return (out.flip(axis) if reverse else out,)
 
 
