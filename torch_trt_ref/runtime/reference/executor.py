@@ -83,15 +83,19 @@ def _run_layer(layer: LayerRecord, values: dict, device: torch.device, **context
 
 
 def _run_loop(loop: Region, values: dict, device: torch.device) -> None:
-    """One ILoop, iterating for real: each iteration sets the recurrences, computes what
-    the WHILE limits read, stops when a trip limit says so, slices the iterators, runs the
-    body and records the loop outputs' inputs. The recurrences are set once more on exit,
-    so LAST_VALUE outputs read the state after the last iteration."""
-    limits, outputs = loop.boundary.get("TRIP_LIMIT", []), loop.boundary.get("LOOP_OUTPUT", [])
+    """One ILoop, iterating for real ("Working with Loops"): each iteration sets the
+    recurrences, computes what the WHILE limits read, stops when a trip limit says so,
+    slices the iterators, runs the body and records the loop outputs' inputs. Stopping
+    comes after the recurrences were set, so LAST_VALUE outputs read the state after the
+    last iteration."""
+    limits = loop.boundary.get("TRIP_LIMIT", [])
+    if not limits:  # "It is an error to not add at least one trip limiter" (addTripLimit)
+        raise ValueError(f"loop {loop.name} has no trip limit")
+    recurrences = loop.boundary.get("RECURRENCE", [])
+    outputs = loop.boundary.get("LOOP_OUTPUT", [])
     counts = [int(values[t.inputs[0]]) for t in limits if t.attrs["kind"] == "COUNT"]
-    history: dict[str, list[torch.Tensor]] = {o.name: [] for o in outputs}
+    history: list[list[torch.Tensor]] = [[] for _ in outputs]
     for index in itertools.count():
-        recurrences = loop.boundary.get("RECURRENCE", [])
         updates = [_call(r, values, device, index=index) for r in recurrences]
         for layer, update in zip(recurrences, updates):  # all read before any is set
             _store(layer, update, values)
@@ -101,14 +105,15 @@ def _run_loop(loop: Region, values: dict, device: torch.device) -> None:
         for layer in loop.boundary.get("ITERATOR", []):
             _run_layer(layer, values, device, index=index, count=min(counts, default=None))
         _run_steps(loop.steps["body"], values, device)
-        for layer in outputs:
-            history[layer.name].append(values[layer.inputs[0]])
-    for layer in outputs:
-        _run_layer(layer, values, device, history=history[layer.name])
+        for layer, seen in zip(outputs, history):
+            seen.append(values[layer.inputs[0]])
+    for layer, seen in zip(outputs, history):
+        _run_layer(layer, values, device, history=seen)
 
 
 def _run_conditional(conditional: Region, values: dict, device: torch.device) -> None:
-    """One IIfConditional: only the branch the condition picks runs."""
+    """One IIfConditional ("Working with Conditionals"): only the branch the condition
+    picks runs."""
     (condition,) = conditional.boundary["CONDITION"]
     taken = _call(condition, values, device)
     for layer in conditional.boundary.get("CONDITIONAL_INPUT", []):

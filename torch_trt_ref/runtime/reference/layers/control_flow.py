@@ -57,8 +57,9 @@ def loop_output(inputs, loop, kind, axis, *, history):
     length = int(inputs[1])
     # Note [Concatenation length]: TensorRT does not say what fills a CONCATENATE/REVERSE
     # output when the loop ran fewer (or more) iterations than input 1 asks for; the
-    # reference refuses rather than guess.
-    if len(history) != length or length == 0:
+    # reference refuses rather than guess. After no iteration at all the slices' shape is
+    # unknown here, so that is refused too.
+    if len(history) != length or not history:
         raise ValueError(f"loop {loop} output: {len(history)} iterations ran, input 1 "
                          f"asks for {length}")
     values = history[::-1] if kind == "REVERSE" else history
