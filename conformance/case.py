@@ -79,6 +79,9 @@ class Case:
     name: str = ""
     check_op: Any = None  # op that must appear in the converted graph (default: op)
     min_shape_delta: int = 1  # the dynamic range is [size - delta, size + 2]
+    # compile() settings, e.g. disabled_decompositions to keep an op the default lowering
+    # decomposes (its converter serves graphs whose user disabled that decomposition)
+    settings: dict = field(default_factory=dict)
 
     @property
     def target(self):

@@ -225,7 +225,7 @@ def run_cell(case: Case, dtype: torch.dtype, dynamic: bool, record: dict | None 
     inputs = [torch_trt_ref.Input(min_shape=lo, opt_shape=opt, max_shape=hi, dtype=x.dtype)
               for (opt, lo, hi), x in zip(specs, example)]
     compiled = torch_trt_ref.compile(ep, inputs, min_block_size=1, require_full_compilation=True,
-                                     executor="reference")
+                                     executor="reference", **case.settings)
     used = {}
     for engine in compiled.compile_report.engines:
         used.update(engine.converters)

@@ -33,9 +33,21 @@ def is_compute_node(node: Node) -> bool:
     return not isinstance(node.meta.get("val"), _SCALARS)
 
 
+def _read_values(node: Node) -> list:
+    """The values of ``node`` that TensorRT must hold: its output, where a multi-output op
+    only the items something reads (a flash attention's RNG state may be uint64), and its
+    inputs, where a getitem only the item it takes."""
+    val = node.meta.get("val")
+    if isinstance(val, (tuple, list)):
+        read = {u.args[1] for u in node.users if u.target is operator.getitem}
+        val = [v for i, v in enumerate(val) if i in read]
+    if node.target is operator.getitem:
+        return [val]
+    return [val] + [a.meta.get("val") for a in node.all_input_nodes]
+
+
 def _unsupported_dtype(node: Node) -> str | None:
-    vals = [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]
-    for v in vals:
+    for v in _read_values(node):
         for t in (v if isinstance(v, (tuple, list)) else [v]):
             if isinstance(t, torch.Tensor) and not is_trt_dtype_supported(t.dtype):
                 return f"dtype {t.dtype} is not supported by TensorRT"
@@ -56,7 +68,9 @@ def check_node(node: Node, settings: CompilationSettings,
         return "forced to PyTorch by torch_executed_ops"
     if node.target not in registry:
         return f"no converter for {op_name(node.target)}"
-    if node.is_impure() and node.target is not operator.getitem:
+    # Random ops (rand, randperm) are not side effects here: IFillLayer draws them, and
+    # their converters' validators decide which variants convert.
+    if node.is_impure(impure_random=False) and node.target is not operator.getitem:
         return "impure op (side effects)"
     reason = _unsupported_dtype(node)
     if reason:
