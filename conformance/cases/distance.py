@@ -19,6 +19,8 @@ CASES = [
          name="inf_broadcast"),
     Case(lambda a, b: cdist(a.float(), b.float(), 0.0, None), INTEGRAL, name="p0",
          check_op=cdist, dtypes=(torch.float32,)),
-    Case(pdist, (T((5, 3)), 2.0), name="p2", dynamic=False),
-    Case(pdist, (T((4, 3)), 1.0), name="p1", dynamic=False),
+    Case(pdist, (T((5, 3)), 2.0), name="p2"),
+    Case(pdist, (T((4, 3)), 1.0), name="p1"),
+    Case(pdist, (T((6, 3), dynamic=(0, 1)), 3.0), name="p3_dyn_rows_cols", min_shape_delta=3),
+    Case(pdist, (T((5, 4), dynamic=(0, 1)), float("inf")), name="inf_dyn"),
 ]

@@ -9,6 +9,7 @@ from typing import Any, Optional
 import torch
 from torch.fx import Node
 
+from ..._trt import trt
 from .. import helpers
 from ..registry import normalize_arguments
 
@@ -86,3 +87,14 @@ def channel_itensor(ctx, value, rank: int, dtype: torch.dtype):
         return helpers.itensor(ctx, channel_view(value, rank), dtype)
     value = helpers.cast(ctx, value, dtype)
     return helpers.reshape(ctx, value, [1, value.shape[0]] + [1] * (rank - 2))
+
+
+def positions(ctx, length):
+    """0, 1, ..., length - 1 as an int64 ITensor; ``length`` is an int or a 1-element int64
+    ITensor (a runtime size)."""
+    if not helpers.is_tensor(length):
+        return helpers.itensor(ctx, torch.arange(length, dtype=torch.int64))
+    fill = ctx.net.add_fill((1,), trt.FillOperation.LINSPACE, trt.int64)
+    fill.set_input(0, length)
+    fill.alpha, fill.beta = 0, 1
+    return ctx.name_layer(fill, "positions").get_output(0)

@@ -8,10 +8,11 @@ from typing import Optional
 
 import torch
 
+from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED, UN
 from ..registry import converter
-from ._nn_common import float_only, meta, node_args
+from ._nn_common import float_only, meta, node_args, positions
 
 aten = torch.ops.aten
 
@@ -70,19 +71,50 @@ def _pdist_validator(node, settings) -> Optional[str]:
     if reason:
         return reason
     n = meta(node.args[0]).shape[0]
-    if not isinstance(n, int) or n < 2:
-        return "pdist needs a static number of rows >= 2"
+    if isinstance(n, int) and n < 2:
+        return "pdist needs at least 2 rows"
     return _p_reason(node_args(node)["p"])
 
 
-@converter(aten._pdist_forward.default, validator=_pdist_validator, family="distance")
-def pdist(ctx, input, p=2.0):
-    """Distances of rows i < j in row-major order, gathered by constant index lists."""
-    n = input.shape[0]
+def _pairs_static(n: int) -> tuple[torch.Tensor, torch.Tensor]:
     pairs = [(i, j) for i in range(n) for j in range(i + 1, n)]
+    return tuple(torch.tensor(column, dtype=torch.int64) for column in zip(*pairs))
+
+
+def _pairs_dynamic(ctx, n):
+    """Row indices (i, j) of the pairs i < j in row-major order for a runtime ``n``. Row i
+    starts at offset(i) = i (2n - i - 1) / 2 of the condensed output, so pair k has
+    i = #{r > 0 : offset(r) <= k} and j = k - offset(i) + i + 1 (exact integer math)."""
+    count = D.dim_op(ctx, "floordiv", D.dim_op(ctx, "mul", n, D.dim_op(ctx, "sub", n, 1)), 2)
+    k = positions(ctx, count)
+    r = positions(ctx, n)
+    twice = helpers.elementwise(ctx, EW.PROD, r, helpers.elementwise(
+        ctx, EW.SUB, helpers.elementwise(ctx, EW.SUB, D.dim_op(ctx, "mul", n, 2), r), 1,
+        torch.int64))
+    offset = helpers.elementwise(ctx, EW.FLOOR_DIV, twice, 2, torch.int64)
+    later = helpers.elementwise(ctx, EW.GREATER, helpers.unsqueeze(ctx, offset, 0),
+                                helpers.unsqueeze(ctx, k, 1), torch.int64)  # (count, n)
+    started = helpers.cast(ctx, helpers.unary(ctx, UN.NOT, later), torch.int32)
+    reduce = ctx.net.add_reduce(started, RED.SUM, 1 << 1, False)
+    i = helpers.cast(ctx, ctx.name_layer(reduce, "pair_row").get_output(0), torch.int64)
+    i = helpers.elementwise(ctx, EW.SUB, i, 1, torch.int64)
+    row_offset = ctx.name_layer(ctx.net.add_gather(offset, i, 0), "row_offset").get_output(0)
+    j = helpers.elementwise(ctx, EW.SUB, k, row_offset, torch.int64)
+    j = helpers.elementwise(ctx, EW.SUM, j, helpers.elementwise(ctx, EW.SUM, i, 1,
+                                                                torch.int64), torch.int64)
+    return i, j
+
+
+@converter(aten._pdist_forward.default, validator=_pdist_validator, dynamic=True,
+           family="distance")
+def pdist(ctx, input, p=2.0):
+    """Distances of rows i < j in row-major order: pair indices are constants for a static
+    number of rows, computed from the runtime size otherwise."""
+    n = helpers.dim_size(ctx, input, 0)
+    pairs = _pairs_static(n) if isinstance(n, int) else _pairs_dynamic(ctx, n)
     rows = []
-    for column in zip(*pairs):
-        index = helpers.itensor(ctx, torch.tensor(column, dtype=torch.int32))
-        rows.append(ctx.name_layer(ctx.net.add_gather(input, index, 0), "rows").get_output(0))
+    for index in pairs:
+        gather = ctx.net.add_gather(input, helpers.itensor(ctx, index), 0)
+        rows.append(ctx.name_layer(gather, "rows").get_output(0))
     diff = helpers.elementwise(ctx, EW.SUB, rows[0], rows[1], helpers.dtype_of(input))
     return _p_norm(ctx, diff, p, -1)

@@ -13,7 +13,15 @@ from .. import helpers
 from .._trt_ops import EW, RED, UN
 from ..args import per_dim, pool_params
 from ..registry import converter
-from ._nn_common import add_leading_one, drop_dim, extra_outputs_used, float_only, meta, node_args
+from ._nn_common import (
+    add_leading_one,
+    drop_dim,
+    extra_outputs_used,
+    float_only,
+    meta,
+    node_args,
+    positions,
+)
 
 aten = torch.ops.aten
 POOL = trt.PoolingType
@@ -219,10 +227,7 @@ def _window_mask(ctx, n, m: int):
     end = helpers.elementwise(ctx, EW.PROD, i + 1, n)
     end = helpers.elementwise(ctx, EW.FLOOR_DIV, helpers.elementwise(
         ctx, EW.SUM, end, m - 1, torch.int64), m, torch.int64)
-    fill = ctx.net.add_fill((1,), trt.FillOperation.LINSPACE, trt.int64)
-    fill.set_input(0, n)
-    fill.alpha, fill.beta = 0, 1
-    j = helpers.reshape(ctx, ctx.name_layer(fill, "window_positions").get_output(0), [1, n])
+    j = helpers.reshape(ctx, positions(ctx, n), [1, n])
     before = helpers.elementwise(ctx, EW.LESS, j, start, torch.int64)
     inside = helpers.elementwise(ctx, EW.LESS, j, end, torch.int64)
     mask = ctx.net.add_elementwise(helpers.unary(ctx, UN.NOT, before), inside, EW.AND)
