@@ -15,6 +15,7 @@ import torch
 
 from torch_trt_ref.runtime.network import OnnxNetwork, OnnxParseError, parse_onnx
 from torch_trt_ref.runtime.reference.executor import run_snapshot
+from torch_trt_ref.runtime.reference.layers.quantize_ops import represent, widen
 from torch_trt_ref.runtime.snapshot import NetworkSnapshot
 
 # Outcomes of one case. "not parsed" cases are counted (the report lists them) but have
@@ -149,8 +150,8 @@ def _inputs(model, data: list, snapshot: NetworkSnapshot, notes: list[str]) -> d
         value = _torch(array)
         if array.dtype.name != _numpy_name(info.dtype):
             notes.append(f"input {info.name}: {array.dtype.name} -> {info.dtype}")
-        if value.dtype != info.dtype:
-            value = value.to(info.dtype)
+        if value.dtype != info.dtype:  # FP4/INT4 as the executor holds them
+            value = represent(value, info.dtype)
         feeds[info.name] = value
     return feeds
 
@@ -194,7 +195,7 @@ def _run_and_compare(case, snapshot: NetworkSnapshot, notes: list[str]) -> str |
         if info.name not in results:
             return f"output {info.name}: not an output of the TensorRT network"
         actual = results[info.name]
-        problem = compare(info.name, expected, actual, case.rtol, case.atol)
+        problem = compare(info.name, expected, widen(actual), case.rtol, case.atol)
         if problem:
             return problem
         expected_dtype = _array(expected).dtype.name
@@ -203,8 +204,12 @@ def _run_and_compare(case, snapshot: NetworkSnapshot, notes: list[str]) -> str |
     return None
 
 
+# torch dtypes whose numpy (ml_dtypes) name differs; FP4 is held one value per byte.
+_NUMPY_NAMES = {torch.bool: "bool", torch.float4_e2m1fn_x2: "float4_e2m1fn"}
+
+
 def _numpy_name(dtype: torch.dtype) -> str:
-    return "bool" if dtype == torch.bool else str(dtype).removeprefix("torch.")
+    return _NUMPY_NAMES.get(dtype, str(dtype).removeprefix("torch."))
 
 
 def _summary(err: BaseException) -> str:
