@@ -184,6 +184,10 @@ def main(argv=None) -> int:
     p.add_argument("-j", "--jobs", type=int, default=1, help="worker processes")
     args = p.parse_args(argv)
     if args.case:
+        unknown = [name for name in args.case if name not in cases()]
+        if unknown:
+            print(f"error: no ONNX node case named {', '.join(unknown)}", file=sys.stderr)
+            return 2
         for name in args.case:
             print(_describe(run_case(name)))
         return 0
