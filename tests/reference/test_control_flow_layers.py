@@ -284,3 +284,50 @@ def test_while_loop_concatenates_every_iteration(net):
     out = _concat(loop, v.get_output(0), trt.LoopOutput.CONCATENATE, length)
     (got,) = _run(net, [out], start=torch.tensor(40.0), k=torch.tensor(4, dtype=torch.int32))
     assert torch.equal(got, torch.tensor([40.0, 20.0, 10.0, 5.0]))
+
+
+@pytest.mark.parametrize("outer,inner,expected", [
+    (True, True, 2.0 * 3.0), (True, False, 2.0 + 100.0), (False, True, -2.0), (False, False, -2.0)])
+def test_nested_conditionals(net, outer, inner, expected):
+    """if outer: (if inner: x * 3 else: x + 100) else: -x, with the inner conditional's
+    input coming from inside the outer then-branch."""
+    c1, c2 = net.add_input("c1", trt.bool, ()), net.add_input("c2", trt.bool, ())
+    x = net.add_input("x", trt.float32, ())
+    first = net.add_if_conditional()
+    first.set_condition(c1)
+    x_in = first.add_input(x).get_output(0)
+    second = net.add_if_conditional()
+    second.set_condition(c2)
+    y = second.add_input(x_in).get_output(0)
+    times = net.add_elementwise(y, _const(net, 3.0), PROD).get_output(0)
+    plus = net.add_elementwise(y, _const(net, 100.0), SUM).get_output(0)
+    then = second.add_output(times, plus).get_output(0)
+    negated = net.add_unary(x_in, trt.UnaryOperation.NEG).get_output(0)
+    out = first.add_output(then, negated).get_output(0)
+    (got,) = _run(net, [out], c1=torch.tensor(outer), c2=torch.tensor(inner),
+                  x=torch.tensor(2.0))
+    assert got.item() == expected
+
+
+def test_onnx_loop11_inputs_by_position(net):
+    """ONNX's test_loop11 (Loop with a trip count and a condition, a final value and a scan
+    output) parsed by TensorRT's ONNX parser, against ONNX's expected outputs. The parser
+    names the network's condition input after the body's (cond -> cond_in), so inputs are
+    fed by position."""
+    import onnx.backend.test.case.node as node_cases
+    from onnx.backend.test.case.node import loop  # noqa: F401  (records ONNX's Loop cases)
+
+    # collect_testcases() would run every generator of ONNX (~20 s); importing the Loop
+    # module records its cases in the same list.
+    case = next(c for c in node_cases._NodeTestCases if c.name == "test_loop11")
+    parser = trt.OnnxParser(net, make_logger())
+    assert parser.parse(case.model.SerializeToString())
+    snapshot = take_snapshot(net, {})
+    kinds = snapshot.kinds()
+    assert kinds["RECURRENCE"] and kinds["LOOP_OUTPUT"] and kinds["TRIP_LIMIT"] == 2
+    (data_in, data_out), = case.data_sets
+    feeds = {info.name: torch.from_numpy(array).to(info.dtype)
+             for info, array in zip(snapshot.inputs, data_in)}
+    for expected, got in zip(data_out, run_snapshot(snapshot, feeds)):
+        torch.testing.assert_close(got, torch.from_numpy(expected), rtol=case.rtol,
+                                   atol=case.atol)
