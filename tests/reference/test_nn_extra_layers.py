@@ -192,6 +192,16 @@ def test_nms_limits_and_thresholds(kw, expected):
     assert nms(**kw).tolist() == expected
 
 
+def test_nms_thresholds_default_to_zero():
+    # no IoU / score threshold inputs: both 0. A score must exceed 0 (C's scores are 0 and
+    # -1), and any overlap suppresses: (B, 1) .85 is kept, (B, 0) .8 overlaps A
+    scores = f32([[[0.9, 0.1], [0.8, 0.85], [0.0, -1.0]]])
+    inputs = [BOXES, scores, torch.tensor(5, dtype=torch.int32)]
+    selected, count = run("NMS", inputs, bounding_box_format="CORNER_PAIRS",
+                          topk_box_limit=5000, indices_type="INT32")
+    assert selected.tolist() == [[0, 0, 0], [0, 1, 1]] and count.item() == 2
+
+
 def test_nms_box_formats_and_index_type():
     centers = f32([[[5, 5, 10, 10], [6, 6, 10, 10], [25, 25, 10, 10]]])  # same boxes
     flipped = BOXES[..., [2, 3, 0, 1]]  # the other diagonal's corners, first

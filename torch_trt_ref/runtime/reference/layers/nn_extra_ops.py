@@ -168,7 +168,9 @@ def nms(inputs, bounding_box_format, topk_box_limit, indices_type):
 
     Note [NMS order]: TensorRT orders a batch item's selections by score across classes and
     leaves ties unspecified; here ties keep box-major, then class order (a stable sort of
-    the [N, C] scores). ONNX's NonMaxSuppression instead lists class by class."""
+    the [N, C] scores). ONNX's NonMaxSuppression instead lists class by class, and without a
+    score_threshold it considers every box, where TensorRT's default threshold 0 leaves out
+    scores <= 0."""
     boxes, scores = inputs[0].double(), inputs[1].double()
     limit = int(inputs[2])
     iou_threshold = _optional_scalar(inputs, 3)
