@@ -15,6 +15,7 @@ from torch_trt_ref.runtime.reference.executor import (
 )
 from torch_trt_ref.runtime.reference.layers.quantize_ops import (
     Int4Tensor,
+    RejectedByTensorRT,
     narrow,
     represent,
     widen,
@@ -116,9 +117,9 @@ def test_represent_feeds_inputs_in_the_executors_representation():
 @pytest.mark.parametrize("dtype", ["FP8", "FP4", "INT4", "E8M0"])
 def test_cast_from_or_to_a_low_precision_type_is_rejected(dtype):
     # Note [Low-precision cast]: TensorRT's builder rejects such networks.
-    with pytest.raises(ValueError, match="rejects a CAST"):
+    with pytest.raises(RejectedByTensorRT, match="rejects a CAST"):
         run("CAST", [f32([1.0])], to_type=dtype)
-    with pytest.raises(ValueError, match="rejects a CAST"):
+    with pytest.raises(RejectedByTensorRT, match="rejects a CAST"):
         run("CAST", [narrow(f32([1.0]), dtype)], to_type="FLOAT")
 
 
@@ -165,7 +166,7 @@ def test_quantize_fp4_per_channel():
 
 
 def test_quantize_rejects_a_nonzero_zero_point():
-    with pytest.raises(ValueError, match="symmetric"):
+    with pytest.raises(RejectedByTensorRT, match="symmetric"):
         run("QUANTIZE", [f32([1.0]), f32(1.0), torch.tensor([3], dtype=torch.int8)],
             axis=0, to_type="INT8")
     (q,) = run("QUANTIZE", [f32([1.0]), f32(1.0), torch.tensor([0], dtype=torch.int8)],

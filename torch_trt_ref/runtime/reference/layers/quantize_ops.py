@@ -20,6 +20,11 @@ MAX_VALUE = {"FP8": FP8_MAX, "FP4": FP4_MAX, "INT8": 127.0, "INT4": 7.0}
 INT_RANGE = {"INT8": (-128, 127), "INT4": (-8, 7)}
 
 
+class RejectedByTensorRT(ValueError):
+    """The network is one TensorRT's builder refuses to build, so there is no engine whose
+    outputs the executor could state (e.g. a CAST to FP8, a non-zero zero point)."""
+
+
 class Int4Tensor(torch.Tensor):
     """An INT4 tensor (dtype torch.int4) whose values live in an int8 tensor, one per byte.
     torch.int4 has no kernels, not even copy, yet TensorRT lets SHUFFLE, CONCATENATION and
@@ -166,9 +171,10 @@ def cast_to(x: torch.Tensor, to_type: str) -> torch.Tensor:
     low = {to_type} & set(LOW_PRECISION) or {n for n in LOW_PRECISION
                                               if DTYPES_BY_NAME[n] == x.dtype}
     if low:
-        raise ValueError(f"TensorRT's builder rejects a CAST from or to {low.pop()}: only "
-                         "quantize/dequantize layers convert to and from low-precision "
-                         "types (Note [Low-precision cast])")
+        raise RejectedByTensorRT(
+            f"TensorRT's builder rejects a CAST from or to {low.pop()}: only quantize/"
+            "dequantize layers convert to and from low-precision types "
+            "(Note [Low-precision cast])")
     return x.to(DTYPES_BY_NAME[to_type])
 
 
@@ -195,8 +201,9 @@ def _check_zero_point(inputs) -> None:
     quantization is supported (IQuantizeLayer, IDequantizeLayer)."""
     zero_point = inputs[2] if len(inputs) > 2 else None
     if zero_point is not None and bool((widen(zero_point) != 0).any()):
-        raise ValueError("TensorRT supports symmetric quantization only: the zero point must "
-                         f"be all zeros, got {widen(zero_point).flatten()[:8].tolist()}")
+        raise RejectedByTensorRT(
+            "TensorRT supports symmetric quantization only: the zero point must be all "
+            f"zeros, got {widen(zero_point).flatten()[:8].tolist()}")
 
 
 @reference_layer("QUANTIZE", "IQuantizeLayer", attrs=("axis", "to_type"))
