@@ -27,6 +27,19 @@ def cat_list(*tensors, dim=0):
     return aten.cat.default(list(tensors), dim)
 
 
+# Note [resize]: ``resize_`` on a fresh copy; functionalization makes it ``aten.resize``.
+def resize_flat(x):
+    return aten.resize_.default(x.clone(), [x.shape[0] * x.shape[1]])
+
+
+def resize_shrink(x):
+    return aten.resize_.default(x.clone(), [x.shape[0], 2])
+
+
+RESIZE_REASON = ("functionalization turns resize_ into aten.resize before conversion; the "
+                 "resize_ converter serves graphs that keep the in-place op")
+
+
 CASES = [
     Case(aten.view.default, (T((2, 3, 4)), [-1, 4]), dtypes=ANY),
     Case(aten.view.default, (T((2, 3, 4)), [-1]), name="flatten", dtypes=ONE),
@@ -81,4 +94,8 @@ CASES = [
     Case(cat_list, (T((2, 3)), T((0,))), check_op=aten.cat.default, name="legacy_empty_1d",
          dtypes=ONE),
     Case(cat_list, (T((2, 3)), W((1, 3))), check_op=aten.cat.default, name="weight", dtypes=ONE),
+    Case(resize_flat, (T((3, 4)),), check_op=aten.resize.default, dtypes=ANY),
+    Case(resize_shrink, (T((3, 4)),), check_op=aten.resize.default, name="shrink"),
+    Case(resize_flat, (T((3, 4)),), check_op=aten.resize_.default, dtypes=ONE, dynamic=False,
+         name="in_place", xfail={F32: RESIZE_REASON}),
 ]

@@ -273,6 +273,15 @@ for _target, _build in _COMPOSITES.items():
     _register_composite(_target, _build)
 
 
+# Note [out= variants]: functionalization rewrites ``torch.atan2(y, x, out=buf)`` into
+# ``buf = aten.atan2.default(y, x)`` (a copy back when ``buf`` is an input), so exported
+# graphs carry the functional op. The out= overload is converted for graphs that keep it:
+# its result is the functional one and ``out`` only supplies the dtype.
+@converter(aten.atan2.out, dynamic=True, validator=plain_dtypes)
+def atan2_out(ctx, input, other, out):
+    return _atan2(ctx, input, other, ctx.out_dtype)
+
+
 # ---------------------------------------------------------------------------------------
 # Comparisons: computed in the promoted input dtype, bool result. Note [NaN compares]:
 # le/ge are LESS|EQUAL and GREATER|EQUAL, never NOT GREATER, so NaN compares false.

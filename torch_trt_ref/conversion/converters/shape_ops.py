@@ -1,7 +1,9 @@
 """Converters for views and layout ops: view/reshape, permute, expand, squeeze/unsqueeze,
-clone, dtype copies, concatenation and their ``*_copy`` variants."""
+clone, dtype copies, concatenation, resize and their ``*_copy`` variants."""
 
 from __future__ import annotations
+
+import functools
 
 import torch
 
@@ -139,3 +141,35 @@ def channel_shuffle(ctx, input, groups):
     grouped = D.reshape(ctx, input, [sizes[0], groups, channels // groups] + sizes[2:])
     order = [0, 2, 1] + list(range(3, len(sizes) + 1))
     return D.reshape(ctx, helpers.permute(ctx, grouped, order), sizes)
+
+
+# Note [resize]: ``x.resize_(size)`` reinterprets x's storage in the new size, growing it
+# with uninitialized memory. Functionalization turns it into ``aten.resize``; both are
+# converted when torch knows the result is a prefix of x's contiguous elements: x is
+# contiguous and the new size holds at most as many elements.
+def _resize_ok(node, settings):
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    source, out = _meta(node), node.meta.get("val")
+    if source is None or out is None:
+        return "resize needs shape metadata"
+    if not statically_known_true(source.is_contiguous()):
+        return "resize of a non-contiguous tensor reads its storage order"
+    if not statically_known_true(out.numel() <= source.numel()):
+        return "resize that grows a tensor exposes uninitialized memory"
+    if node.kwargs.get("memory_format") not in DEFAULT_FORMATS:
+        return "resize to a non-contiguous memory format is not supported"
+    return None
+
+
+@converter(aten.resize.default, aten.resize_.default, validator=_resize_ok, dynamic=True)
+@D.itensor_input
+def resize(ctx, input, size, memory_format=None):
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    size = [D.as_dim(ctx, s) for s in size]
+    if statically_known_true(ctx.out_meta.numel() == _meta(ctx.node).numel()):
+        return D.reshape(ctx, input, size)
+    flat = D.reshape(ctx, input, [-1])
+    count = functools.reduce(lambda a, b: D.dim_op(ctx, "mul", a, b), size, 1)
+    return D.reshape(ctx, D.slice_nd(ctx, flat, [0], [count], [1]), size)
