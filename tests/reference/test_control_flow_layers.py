@@ -331,3 +331,19 @@ def test_onnx_loop11_inputs_by_position(net):
     for expected, got in zip(data_out, run_snapshot(snapshot, feeds)):
         torch.testing.assert_close(got, torch.from_numpy(expected), rtol=case.rtol,
                                    atol=case.atol)
+
+
+def test_two_loops_sharing_a_name_are_refused(net):
+    """The snapshot knows a boundary layer's loop only by name; two loops named alike
+    would merge into one, so the plan refuses them."""
+    n = net.add_input("n", trt.int32, ())
+    outputs = []
+    for _ in range(2):
+        loop = _count_loop(net, n)
+        loop.name = "same"
+        s = loop.add_recurrence(_const(net, 0.0))
+        s.set_input(1, net.add_elementwise(s.get_output(0), _const(net, 1.0), SUM).get_output(0))
+        outputs.append(loop.add_loop_output(s.get_output(0), trt.LoopOutput.LAST_VALUE)
+                       .get_output(0))
+    with pytest.raises(ValueError, match="share that name"):
+        _run(net, outputs, n=torch.tensor(2, dtype=torch.int32))

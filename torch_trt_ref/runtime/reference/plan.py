@@ -94,10 +94,18 @@ def _region(kind: str, name: str, boundary, inside) -> Region:
     by_kind: dict[str, list[LayerRecord]] = {}
     for layer in boundary:
         by_kind.setdefault(layer.kind, []).append(layer)
+    # At most one COUNT and one WHILE limit per loop, one CONDITION per conditional: more
+    # means two regions share a name, which is all the snapshot tells them apart by.
+    singles = [t.attrs["kind"] for t in by_kind.get("TRIP_LIMIT", [])] if kind == "loop" \
+        else [c.kind for c in by_kind.get("CONDITION", [])]
+    if len(singles) != len(set(singles)):
+        raise ValueError(f"{kind} {name!r} has boundary layers {sorted(singles)}: two "
+                         f"{kind}s share that name; give them unique names")
     if kind == "loop":
         head = _needed([t.inputs[0] for t in by_kind.get("TRIP_LIMIT", [])
                         if t.attrs["kind"] == "WHILE"], inside)
-        rest = [layer for layer in inside if id(layer) not in {id(h) for h in head}]
+        in_head = {id(layer) for layer in head}
+        rest = [layer for layer in inside if id(layer) not in in_head]
         body = _needed([o.inputs[0] for o in by_kind.get("LOOP_OUTPUT", [])]
                        + [r.inputs[1] for r in by_kind.get("RECURRENCE", [])], rest)
         steps = {"head": plan(head), "body": plan(body)}
