@@ -211,8 +211,9 @@ def quantize(inputs, axis, to_type):
     """IQuantizeLayer: output = clamp(round(input / scale) + zeroPt), rounding half to even,
     clamped to INT8 [-128, 127], INT4 [-8, 7], FP8 [-448, 448] (FP8 and FP4 round to the
     nearest even representable value). Scale is per-tensor (scalar), per-channel (1-D along
-    ``axis``) or per-block (the input's rank). The zero point must be zero. (TensorRT API,
-    nvinfer1::IQuantizeLayer; "Quantization Schemes", TensorRT developer guide.)"""
+    ``axis``) or per-block (the input's rank). The zero point must be zero.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/c-api/classnvinfer1_1_1_i_quantize_layer.html
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/inference-library/quantized-types-schemes.html"""
     x, scale = inputs[0], widen(inputs[1])
     _check_zero_point(inputs)
     scaled = x.float() / expand_scale(scale.float(), x.shape, axis)
@@ -264,8 +265,9 @@ def dynamic_quantize(inputs, axis, block_size, block_shape, to_type, scale_type)
     """IDynamicQuantizeLayer: per-block quantization of input 0 (FLOAT/HALF/BF16) to
     ``to_type`` (FP4 for NVFP4, FP8 for MXFP8) with block scales of ``scale_type`` (FP8,
     E8M0) computed from each block's amax; outputs (data, scales). The scales have the
-    input's shape with each blocked dim divided by the block extent. (TensorRT API,
-    nvinfer1::IDynamicQuantizeLayer; operator doc "DynamicQuantize".)"""
+    input's shape with each blocked dim divided by the block extent. TensorRT's builder
+    requires the global scale for FP8 scales and forbids it for E8M0 ones (measured).
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/DynamicQuantize.html"""
     x = inputs[0].float()
     global_scale = widen(inputs[1]).float().reshape(()) if len(inputs) > 1 and \
         inputs[1] is not None else torch.ones((), device=x.device)
