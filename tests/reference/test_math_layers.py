@@ -250,3 +250,26 @@ def test_einsum_batch_matmul_keeps_int_type():
     c = torch.tensor([[[1], [1]], [[2], [0]]], dtype=torch.int32)  # (2, 2, 1)
     out = run("EINSUM", [a, c], equation="bij,bjk->bik")
     assert out.dtype == torch.int32 and torch.equal(out, i32([[[3]], [[6]]]))
+
+
+# -- MATRIX_MULTIPLY modes --------------------------------------------------------------
+
+def test_matrix_multiply_vector_vector_is_a_batched_dot():
+    a = f32([[1.0, 2.0], [3.0, 4.0]])  # two vectors
+    out = run("MATRIX_MULTIPLY", [a, f32([[5.0, 6.0], [7.0, 8.0]])], op0="VECTOR",
+              op1="VECTOR")
+    assert torch.equal(out, f32([17.0, 53.0]))  # 1*5+2*6, 3*7+4*8
+
+
+def test_matrix_multiply_vector_times_transposed_matrix():
+    # v (2) @ M^T with M = [[1, 2], [3, 4], [5, 6]] (3x2): [v.row0, v.row1, v.row2]
+    m = f32([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    out = run("MATRIX_MULTIPLY", [f32([1.0, -1.0]), m], op0="VECTOR", op1="TRANSPOSE")
+    assert torch.equal(out, f32([-1.0, -1.0, -1.0]))
+
+
+def test_matrix_multiply_transposed_matrix_times_vector():
+    # M^T (2x3) @ v (3) = column sums weighted by v
+    m = f32([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    out = run("MATRIX_MULTIPLY", [m, f32([1.0, 0.0, 2.0])], op0="TRANSPOSE", op1="VECTOR")
+    assert torch.equal(out, f32([11.0, 14.0]))  # 1 + 2*5, 2 + 2*6

@@ -35,7 +35,8 @@ def scatter(inputs, mode, axis):
 @reference_layer("NON_ZERO", "INonZeroLayer", attrs=("indices_type",))
 def non_zero(inputs, indices_type="INT32"):
     """Indices of the non-zero (true) elements as a [rank, count] matrix, row-major
-    order; the count is data-dependent."""
+    order; the count is data-dependent.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/NonZero.html"""
     x = inputs[0]
     out = torch.nonzero(x).t().contiguous()
     return (out.to(DTYPES_BY_NAME[indices_type or "INT32"]),)

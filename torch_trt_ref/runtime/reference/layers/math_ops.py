@@ -34,7 +34,10 @@ _ELEMENTWISE = {
 @reference_layer("ELEMENTWISE", "IElementWiseLayer", attrs=("op",))
 def elementwise(inputs, op):
     """Binary op with numpy broadcasting over equal-rank inputs; both inputs share a type
-    in a strongly typed network."""
+    in a strongly typed network. Comparisons give bool; AND/OR/XOR take bool; DIV truncates
+    ints toward zero, FLOOR_DIV floors (ints and floats). TensorRT has no MOD: a remainder
+    is built from FLOOR_DIV, PROD and SUB.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/ElementWise.html"""
     a, b = inputs
     if op == "DIV":
         return (a / b if a.is_floating_point() else _int_div(a, b),)
@@ -58,6 +61,9 @@ _UNARY = {
 
 @reference_layer("UNARY", "IUnaryLayer", attrs=("op",))
 def unary(inputs, op):
+    """One UnaryOperation elementwise; NOT takes bool, ISINF/ISNAN give bool, ROUND rounds
+    half to even.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/Unary.html"""
     return (_UNARY[op](inputs[0]),)
 
 
@@ -81,6 +87,8 @@ _ACTIVATIONS = {
 
 @reference_layer("ACTIVATION", "IActivationLayer", attrs=("type", "alpha", "beta"))
 def activation(inputs, type, alpha, beta):
+    """One ActivationType with its alpha/beta, by the formulas of the _ACTIVATIONS table.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/Activation.html"""
     return (_ACTIVATIONS[type](inputs[0], alpha, beta),)
 
 
@@ -143,6 +151,8 @@ def reduce(inputs, op, axes, keep_dims):
 
 @reference_layer("SOFTMAX", "ISoftMaxLayer", attrs=("axes",))
 def softmax(inputs, axes):
+    """exp(x) / sum(exp(x)) along the one axis set in the mask.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/SoftMax.html"""
     x = inputs[0]
     (dim,) = axes_from_mask(axes, x.dim())
     return (torch.softmax(x, dim),)
@@ -156,7 +166,9 @@ def _matrix_operand(x, op):
 
 @reference_layer("MATRIX_MULTIPLY", "IMatrixMultiplyLayer", attrs=("op0", "op1"))
 def matrix_multiply(inputs, op0, op1):
-    """Batched matmul with broadcast batch dims; VECTOR treats the last dim as a vector."""
+    """Batched matmul with broadcast batch dims; TRANSPOSE swaps an operand's last two dims,
+    VECTOR treats its last dim as a vector (the matrix-vector or dot product).
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/MatrixMultiply.html"""
     a, b = inputs
     if op0 == "VECTOR" and op1 == "VECTOR":
         return ((a * b).sum(-1),)

@@ -16,11 +16,15 @@ from .quantize_ops import cast_to
 
 @reference_layer("CONSTANT", "IConstantLayer", attrs=("shape",), weights=("weights",))
 def constant(inputs, shape, weights):
+    """The weights, reshaped to the layer's shape.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/Constant.html"""
     return (weights.reshape(shape),)
 
 
 @reference_layer("IDENTITY", "IIdentityLayer")
 def identity(inputs):
+    """The input unchanged (a cast within one type).
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/Identity.html"""
     return (inputs[0],)
 
 
@@ -37,7 +41,8 @@ def cast(inputs, to_type):
                         "zero_is_placeholder"))
 def shuffle(inputs, first_transpose, reshape_dims, second_transpose, zero_is_placeholder):
     """transpose(first) -> reshape (static dims, or the shape tensor of input 1; 0 copies
-    the input dim when zero_is_placeholder) -> transpose(second)."""
+    the input dim when zero_is_placeholder) -> transpose(second).
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/Shuffle.html"""
     x = inputs[0]
     x = x.permute(trim(first_transpose, x.dim()))
     dims = None
@@ -85,11 +90,15 @@ def unsqueeze(inputs):
 
 @reference_layer("SHAPE", "IShapeLayer")
 def shape(inputs):
+    """The input's dims as an int64 vector.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/Shape.html"""
     return (torch.tensor(inputs[0].shape, dtype=torch.int64, device=inputs[0].device),)
 
 
 @reference_layer("CONCATENATION", "IConcatenationLayer", attrs=("axis",))
 def concatenation(inputs, axis):
+    """The inputs joined along ``axis``; the other dims must agree.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/Concatenation.html"""
     return (torch.cat(inputs, dim=axis),)
 
 
@@ -202,6 +211,8 @@ def gather(inputs, axis, mode, num_elementwise_dims):
 
 @reference_layer("SELECT", "ISelectLayer")
 def select(inputs):
+    """condition ? then : else, elementwise with broadcasting.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/Select.html"""
     return (torch.where(inputs[0], inputs[1], inputs[2]),)
 
 
@@ -264,7 +275,8 @@ def fill(inputs, shape, operation, alpha, beta, to_type, name=None):
 
 @reference_layer("PADDING", "IPaddingLayer", attrs=("pre_padding_nd", "post_padding_nd"))
 def padding(inputs, pre_padding_nd, post_padding_nd):
-    """Zero padding of the innermost len(pre) dims; negative values crop."""
+    """Zero padding of the innermost len(pre) dims; negative values crop.
+    https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/Padding.html"""
     x = inputs[0]
     pads = []
     for pre, post in reversed(list(zip(pre_padding_nd, post_padding_nd))):
