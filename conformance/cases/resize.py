@@ -6,14 +6,12 @@ import torch
 from ..case import Case, T
 
 aten = torch.ops.aten
-FRACTIONAL = "scale factor with a fractional output size: torch maps with 1/scale (validator)"
 
 CASES = [
     Case(aten.upsample_nearest2d.vec, (T((1, 2, 4, 5)), None, [2.0, 3.0]), name="scale"),
     Case(aten.upsample_nearest2d.vec, (T((2, 2, 4, 5)), [7, 3], None), name="size"),
     Case(aten.upsample_nearest2d.vec, (T((1, 2, 5, 5)), None, [1.5, 1.5]),
-         name="fractional", dynamic=False, dtypes=(torch.float32,),
-         xfail={torch.float32: FRACTIONAL}),
+         name="fractional"),
     Case(aten.upsample_nearest1d.vec, (T((2, 3, 5)), [9], None), name="size"),
     Case(aten.upsample_nearest3d.vec, (T((1, 2, 2, 3, 3)), None, [2.0, 1.0, 2.0]),
          name="scale"),
@@ -36,8 +34,7 @@ CASES = [
     Case(aten.upsample_nearest2d.default, (T((2, 2, 3, 4)), [6, 5]), name="size"),
     Case(aten.upsample_nearest2d.default, (T((1, 2, 3, 4)), [6, 8], 2.0, 2.0), name="scales"),
     Case(aten.upsample_nearest2d.default, (T((1, 2, 3, 4)), [5, 8], 1.5, 2.0),
-         name="inexact_scale", dynamic=False, dtypes=(torch.float32,),
-         xfail={torch.float32: FRACTIONAL}),
+         name="inexact_scale", dynamic=False),
     Case(aten.upsample_trilinear3d.default, (T((1, 2, 2, 3, 3)), [3, 5, 4], False),
          name="size"),
     Case(aten.upsample_trilinear3d.default, (T((1, 2, 2, 3, 3)), [4, 6, 6], True),
@@ -63,4 +60,37 @@ CASES += [
     Case(aten.grid_sampler_3d.default, (T((1, 2, 3, 4, 5)), T((1, 2, 3, 4, 3), low=-1.2,
                                                              high=1.2), 1, 1, True),
          name="nearest_border", dtypes=(torch.float32,)),
+]
+
+# Scale factors whose output size floor(in * scale) is fractional, on static and dynamic
+# (batch and spatial) dims: torch maps coordinates with 1/scale (Note [Resize scales]).
+SPATIAL = (0, 2, 3)
+CASES += [
+    Case(aten.upsample_nearest2d.vec, (T((2, 3, 7, 6), dynamic=SPATIAL), None, [1.5, 0.7]),
+         name="fractional_dyn"),
+    Case(aten.upsample_nearest2d.vec, (T((2, 3, 5, 6), dynamic=SPATIAL), None, [1.1, 2.1]),
+         name="near_identity_and_double", dynamic=False),
+    Case(aten.upsample_nearest1d.vec, (T((2, 3, 7), dynamic=(0, 2)), None, [2.5]),
+         name="fractional_dyn"),
+    Case(aten.upsample_nearest3d.vec, (T((1, 2, 3, 5, 4), dynamic=(2, 3, 4)), None,
+                                       [1.5, 1.25, 0.75]), name="fractional_dyn"),
+    Case(aten._upsample_nearest_exact2d.vec, (T((2, 3, 7, 6), dynamic=SPATIAL), None,
+                                              [1.5, 0.6]), name="fractional_dyn"),
+    Case(aten.upsample_bilinear2d.vec, (T((2, 3, 7, 6), dynamic=SPATIAL), None, False,
+                                        [1.5, 0.75]), name="fractional_dyn"),
+    Case(aten.upsample_linear1d.vec, (T((2, 3, 7)), None, False, [1.7]),
+         name="fractional_static", dynamic=False),
+    # 90 * 0.7 is 62.99999999999999 in double: ATen's output size is 62, not 63
+    Case(aten.upsample_nearest1d.vec, (T((1, 2, 90), dynamic=(2,)), None, [0.7]),
+         name="double_rounding_dyn"),
+    Case(aten.upsample_trilinear3d.vec, (T((1, 2, 3, 5, 4), dynamic=(2, 3, 4)), None, False,
+                                         [1.5, 1.25, 2.5]), name="fractional_dyn"),
+    Case(aten.upsample_bilinear2d.vec, (T((2, 3, 7, 6), dynamic=SPATIAL), None, True,
+                                        [1.5, 0.75]), name="fractional_align_corners_dyn"),
+    Case(aten.upsample_bilinear2d.vec, (T((2, 3, 4, 6), dynamic=SPATIAL), None, False,
+                                        [2.0, 3.0]), name="integer_scale_dyn"),
+    Case(aten.upsample_bicubic2d.vec, (T((1, 2, 5, 5)), None, False, [1.5, 1.5]),
+         name="fractional", dynamic=False, dtypes=(torch.float32,),
+         xfail={torch.float32: "bicubic with a fractional output size: torch maps with "
+                               "1/scale (validator rejects)"}),
 ]

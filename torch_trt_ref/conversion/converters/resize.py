@@ -3,23 +3,30 @@
 
 from __future__ import annotations
 
+import math
 from typing import Optional
 
 import torch
 
 from ..._trt import trt
+from .. import dims as D
 from .. import helpers
+from .._trt_ops import EW, UN
 from ..registry import converter
-from ._nn_common import float_only, meta, node_args
+from ._nn_common import float_only, meta, node_args, positions
 
 aten = torch.ops.aten
 MODE, COORD = trt.InterpolationMode, trt.ResizeCoordinateTransformation
 ROUND, SELECT = trt.ResizeRoundMode, trt.ResizeSelector
 
 # Note [Resize scales]: TensorRT maps output to input coordinates with the ratio of lengths
-# (in / out), also when the layer is given scales (out = floor(in * scale)). torch uses
-# 1 / scale_factor when a scale factor is given and align_corners is off. Both agree when
-# in * scale_factor is an integer, which is what the validator requires.
+# in / out (Resize operator page). When a scale factor is given and align_corners is off,
+# torch maps with 1 / scale instead, computed in float32 (compute_scales_value<float>,
+# aten/src/ATen/native/UpSample.h), and its output size is floor(in * scale). The two
+# agree when in * scale is an integer; otherwise (a fractional output size, or a dynamic
+# dim with a non-integer scale) the converter samples explicitly: ATen's source index
+# (and linear weight) of every output position is computed in float32 from the runtime
+# size, and the input is gathered along each resized dim (_resample).
 
 # op -> (kind of interpolation, number of resized innermost dims)
 _TARGETS = {
@@ -39,15 +46,36 @@ _TARGETS = {
 }
 
 
-def _scale_reason(spatial, scale_factors, align_corners: bool) -> Optional[str]:
-    if scale_factors is None or align_corners:
+_SAMPLED = ("nearest", "nearest_exact", "linear")
+MAX_TABLE = 1 << 16  # output sizes tabulated per input size over a dynamic dim's range
+
+
+def _bounds(n) -> Optional[tuple[int, int]]:
+    """(min, max) of a dim: an int, or a SymInt bounded by its shape environment."""
+    if isinstance(n, int):
+        return n, n
+    try:
+        r = n.node.shape_env.bound_sympy(n.node.expr)
+        return int(r.lower), int(r.upper)
+    except (AttributeError, TypeError, ValueError, OverflowError):
         return None
-    for n, s in zip(spatial, scale_factors):
-        exact = float(s).is_integer() if not isinstance(n, int) else float(n * s).is_integer()
-        if not exact:
-            return (f"scale factor {s} gives a fractional output size: torch maps coordinates "
-                    "with 1/scale, TensorRT with in/out")
-    return None
+
+
+def _inexact(n, scale) -> bool:
+    """True when a dim of size ``n`` (an int when static; a SymInt or ITensor when dynamic)
+    scaled by ``scale`` needs explicit sampling (Note [Resize scales])."""
+    if scale is None:
+        return False
+    if isinstance(n, int):
+        return not float(n * scale).is_integer()
+    return not float(scale).is_integer()
+
+
+def _scales(args: dict, nd: int) -> list:
+    """Per-dim scale factors of a .vec (scale_factors) or .default (scales_d/h/w) node."""
+    if args.get("scale_factors") is not None:
+        return [float(s) for s in args["scale_factors"]]
+    return [args.get(f"scales_{c}") for c in "dhw"[3 - nd:]]
 
 
 def _validator(nd: int):
@@ -59,16 +87,112 @@ def _validator(nd: int):
         x = meta(args["input"])
         if x.dim() != nd + 2:
             return f"resize expects a {nd + 2}-d input"
-        align_corners = bool(args.get("align_corners"))
-        scales = [args.get(f"scales_{c}") for c in "dhw"[3 - nd:]]
-        if not align_corners and any(s is not None for s in scales):
-            for n, out, s in zip(x.shape[2:], args["output_size"], scales):
-                if s is not None and (not isinstance(n, int) or n * s != out):
-                    return (f"scale {s} does not map {n} to {out} exactly: torch maps "
-                            "coordinates with 1/scale, TensorRT with in/out")
-        return _scale_reason(x.shape[2:], args.get("scale_factors"), align_corners)
+        if args.get("align_corners"):
+            return None
+        scales = _scales(args, nd)
+        if not any(_inexact(n, sc) for n, sc in zip(x.shape[2:], scales)):
+            return None
+        if _TARGETS[node.target][0] not in _SAMPLED:
+            return ("bicubic with a scale factor that does not give an integer output size: "
+                    "torch maps coordinates with 1/scale, TensorRT with in/out")
+        for n, sc in zip(x.shape[2:], scales):
+            if isinstance(n, int):
+                continue
+            if sc is None:
+                return "a dynamic dim without a scale next to a fractionally scaled one"
+            bounds = _bounds(n)
+            if bounds is None or bounds[1] - bounds[0] >= MAX_TABLE:
+                return f"scale factor {sc} on a dynamic dim without a small bounded range"
+        return None
 
     return validate
+
+
+def _out_size(ctx, n, scale: float, bounds):
+    """floor(n * scale) computed as ATen does, in double (a product such as 90 * 0.7 rounds
+    to 62.99999999999999, giving 62): in Python for a static size, from a table over the
+    dim's (min, max) range for a runtime size."""
+    if not helpers.is_tensor(n):
+        return int(math.floor(n * scale))
+    low, high = bounds
+    table = torch.tensor([math.floor(k * scale) for k in range(low, high + 1)],
+                         dtype=torch.int64)
+    offset = D.dim_op(ctx, "sub", n, low)
+    gather = ctx.net.add_gather(helpers.itensor(ctx, table), offset, 0)
+    return ctx.name_layer(gather, "scaled_size").get_output(0)
+
+
+def _source(ctx, kind: str, n, m, ratio: float):
+    """ATen's input index of every output position along one dim (int64, (m,)), and for
+    linear the weight of the next input (float32): nearest floor(dst * r) (identity when
+    m == n, dst / 2 when m == 2n), nearest-exact floor((dst + 0.5) * r), linear
+    max((dst + 0.5) * r - 0.5, 0) split into floor and fraction; indices capped at n - 1."""
+    f32, i64 = torch.float32, torch.int64
+    dst = positions(ctx, m)
+    r = torch.tensor(ratio, dtype=f32)
+    src = helpers.cast(ctx, dst, f32)
+    if kind != "nearest":
+        src = helpers.elementwise(ctx, EW.SUM, src, torch.tensor(0.5, dtype=f32), f32)
+    src = helpers.elementwise(ctx, EW.PROD, src, r, f32)
+    if kind == "linear":
+        src = helpers.elementwise(ctx, EW.SUB, src, torch.tensor(0.5, dtype=f32), f32)
+        src = helpers.elementwise(ctx, EW.MAX, src, torch.tensor(0.0, dtype=f32), f32)
+    index = helpers.cast(ctx, helpers.unary(ctx, UN.FLOOR, src), i64)
+    index = helpers.elementwise(ctx, EW.MIN, index, D.as_dim(ctx, D.dim_op(ctx, "sub", n, 1)),
+                                i64)
+    if kind == "nearest":
+        index = _nearest_special_cases(ctx, index, dst, n, m)
+    if kind != "linear":
+        return index, None
+    frac = helpers.elementwise(ctx, EW.SUB, src, helpers.cast(ctx, index, f32), f32)
+    frac = helpers.elementwise(ctx, EW.MIN, helpers.elementwise(
+        ctx, EW.MAX, frac, torch.tensor(0.0, dtype=f32), f32), torch.tensor(1.0, dtype=f32), f32)
+    return index, frac
+
+
+def _nearest_special_cases(ctx, index, dst, n, m):
+    """ATen's nearest_idx: output index itself when m == n, dst >> 1 when m == 2n."""
+    if not helpers.is_tensor(n) and not helpers.is_tensor(m):
+        if m == n:
+            return dst
+        if m == 2 * n:
+            return helpers.elementwise(ctx, EW.FLOOR_DIV, dst, 2, torch.int64)
+        return index
+    half = helpers.elementwise(ctx, EW.FLOOR_DIV, dst, 2, torch.int64)
+    for size, value in ((D.dim_op(ctx, "mul", n, 2), half), (n, dst)):
+        same = helpers.elementwise(ctx, EW.EQUAL, D.as_dim(ctx, m), D.as_dim(ctx, size),
+                                   torch.int64)
+        layer = ctx.net.add_select(helpers.expand_rank(ctx, same, 1), value, index)
+        index = ctx.name_layer(layer, "nearest_index").get_output(0)
+    return index
+
+
+def _resample(ctx, x, kind: str, sizes: list, ratios: list):
+    """Resize the last len(sizes) dims of ``x`` to ``sizes`` by explicit gathers (Note
+    [Resize scales]); a ratio of None leaves its dim alone."""
+    rank, dtype = len(x.shape), helpers.dtype_of(x)
+    work = torch.float32 if kind == "linear" else dtype
+    y = helpers.cast(ctx, x, work)
+    for i, (m, ratio) in enumerate(zip(sizes, ratios)):
+        if ratio is None:
+            continue
+        axis = rank - len(sizes) + i
+        n = helpers.dim_size(ctx, y, axis)
+        index, frac = _source(ctx, kind, n, m, ratio)
+        first = ctx.name_layer(ctx.net.add_gather(y, index, axis), "resample").get_output(0)
+        if frac is None:
+            y = first
+            continue
+        after = helpers.elementwise(ctx, EW.SUM, index, torch.tensor(1, dtype=torch.int64),
+                                    torch.int64)
+        after = helpers.elementwise(ctx, EW.MIN, after, D.as_dim(
+            ctx, D.dim_op(ctx, "sub", n, 1)), torch.int64)
+        second = ctx.name_layer(ctx.net.add_gather(y, after, axis), "resample").get_output(0)
+        w1 = helpers.reshape(ctx, frac, [m] + [1] * (rank - axis - 1))
+        w0 = helpers.elementwise(ctx, EW.SUB, torch.tensor(1.0), w1, work)
+        y = helpers.elementwise(ctx, EW.SUM, helpers.elementwise(ctx, EW.PROD, first, w0, work),
+                                helpers.elementwise(ctx, EW.PROD, second, w1, work), work)
+    return helpers.cast(ctx, y, dtype)
 
 
 def _configure(layer, kind: str, align_corners: bool) -> None:
@@ -96,8 +220,19 @@ def _configure(layer, kind: str, align_corners: bool) -> None:
 def _register(target, kind: str, nd: int):
     @converter(target, validator=_validator(nd), dynamic=True, family="resize")
     def upsample(ctx, input, output_size=None, scale_factors=None, align_corners=False,
-                 **scales):  # scales_d/h/w of .default overloads: checked by the validator
+                 **scales_dhw):  # scales_d/h/w of .default overloads
         rank = len(input.shape)
+        scales = _scales({"scale_factors": scale_factors, **scales_dhw}, nd)
+        spatial = [helpers.dim_size(ctx, input, d) for d in range(rank - nd, rank)]
+        if not align_corners and any(_inexact(n, sc) for n, sc in zip(spatial, scales)):
+            symbolic = meta(ctx.node.args[0]).shape[rank - nd:]
+            sizes = list(output_size) if output_size is not None else [
+                _out_size(ctx, n, sc, _bounds(sym))
+                for n, sc, sym in zip(spatial, scales, symbolic)]
+            ratios = [None if sc is None and n == m else
+                      float(torch.tensor(1.0 / sc if sc else n / m, dtype=torch.float32))
+                      for n, m, sc in zip(spatial, sizes, scales)]
+            return _resample(ctx, input, kind, sizes, ratios)
         dims = None
         if output_size is not None:
             dims = [helpers.dim_size(ctx, input, d) for d in range(rank - nd)]
@@ -107,7 +242,7 @@ def _register(target, kind: str, nd: int):
         layer = ctx.net.add_resize(input)
         _configure(layer, kind, bool(align_corners))
         if dims is None:
-            layer.scales = [1.0] * (rank - nd) + [float(s) for s in scale_factors]
+            layer.scales = [1.0] * (rank - nd) + [float(sc) for sc in scale_factors]
         elif isinstance(dims, list):
             layer.shape = dims
         else:
