@@ -120,3 +120,74 @@ def test_assertion_passes_when_all_true_and_has_no_output():
 def test_assertion_raises_with_the_layer_message():
     with pytest.raises(AssertionError, match="batch must be positive"):
         run("ASSERTION", [torch.tensor([True, False])], message="batch must be positive")
+
+
+# -- through a real TensorRT network: the snapshot reads each kind's attributes, and
+# TensorRT's inferred shapes and dtypes agree with ours (run_snapshot checks both) -------
+
+def run_network(build, feeds):
+    import tensorrt_rtx as trt
+
+    from torch_trt_ref.runtime.reference.executor import run_snapshot
+    from torch_trt_ref.runtime.snapshot import take_snapshot
+
+    net = trt.Builder(trt.Logger(trt.Logger.ERROR)).create_network(0)
+    inputs = {name: net.add_input(name, dtype, tuple(value.shape))
+              for name, (dtype, value) in feeds.items()}
+    for out in build(net, inputs):
+        net.mark_output(out)
+    snapshot = take_snapshot(net, {})
+    return run_snapshot(snapshot, {name: value for name, (_, value) in feeds.items()})
+
+
+def test_network_squeeze_unsqueeze_one_hot_reverse_sequence():
+    import tensorrt_rtx as trt
+
+    def build(net, x):
+        axes = net.add_constant((1,), trt.Weights(i64([1]).numpy())).get_output(0)
+        unsq = net.add_unsqueeze(x["idx"], axes).get_output(0)          # (3,) -> (3, 1)
+        sq = net.add_squeeze(unsq, axes).get_output(0)                  # back to (3,)
+        depth = net.add_constant((), trt.Weights(i32([3]).numpy())).get_output(0)
+        hot = net.add_one_hot(sq, x["values"], depth, -1).get_output(0)  # (3, 3)
+        lens = net.add_constant((3,), trt.Weights(i32([3, 0, 2]).numpy())).get_output(0)
+        rev = net.add_reverse_sequence(hot, lens)
+        rev.batch_axis, rev.sequence_axis = 0, 1
+        return [unsq, rev.get_output(0)]
+
+    unsq, out = run_network(build, {"idx": (trt.int32, i32([2, 0, 1])),
+                                    "values": (trt.float32, f32([0.0, 1.0]))})
+    assert unsq.shape == (3, 1)
+    # one-hot rows: [0,0,1], [1,0,0], [0,1,0]; reverse the first 3, 0, 2 entries of each
+    assert torch.equal(out, f32([[1, 0, 0], [1, 0, 0], [1, 0, 0]]))
+
+
+def test_network_scale_fill_and_einsum():
+    import numpy as np
+    import tensorrt_rtx as trt
+
+    def build(net, x):
+        scale = net.add_scale_nd(x["x"], trt.ScaleMode.CHANNEL, np.array([1.0, -1.0], np.float32),
+                                 np.array([2.0, 3.0], np.float32), None, 1).get_output(0)
+        fill = net.add_fill((2, 2), trt.FillOperation.RANDOM_UNIFORM, trt.float32)
+        fill.alpha, fill.beta = 5.0, 6.0
+        ein = net.add_einsum([x["x"], x["x"]], "bcw,bcw->b").get_output(0)
+        return [scale, fill.get_output(0), ein]
+
+    x = torch.arange(6, dtype=torch.float32).reshape(1, 2, 3)
+    scaled, random, ein = run_network(build, {"x": (trt.float32, x)})
+    # channel 0: 2x + 1; channel 1: 3x - 1
+    assert torch.equal(scaled, f32([[[1, 3, 5], [8, 11, 14]]]))
+    assert random.shape == (2, 2) and bool(((random >= 5) & (random < 6)).all())
+    assert torch.equal(ein, f32([55.0]))  # 0 + 1 + 4 + ... + 25
+
+
+def test_network_assertion_message():
+    import tensorrt_rtx as trt
+
+    def build(net, x):
+        net.add_assertion(x["ok"], "ok must hold")
+        return [net.add_identity(x["ok"]).get_output(0)]
+
+    run_network(build, {"ok": (trt.bool, torch.tensor([True]))})
+    with pytest.raises(AssertionError, match="ok must hold"):
+        run_network(build, {"ok": (trt.bool, torch.tensor([False]))})
