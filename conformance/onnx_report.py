@@ -32,6 +32,16 @@ EXPLAINED = {
         "random: ONNX's expected output is one draw of numpy's generator; TensorRT's "
         "FillOperation.RANDOM_UNIFORM (IFillLayer) draws from its own generator, so no "
         "implementation can reproduce it"),
+    # Measured: with upper=1 written out, the parser emits LESS instead of GREATER and the
+    # case passes; without it, test_triu* and test_tril* parse to the same network.
+    "test_triu": (
+        "TensorRT's ONNX parser reads a Trilu without an `upper` attribute as upper=0 (it "
+        "builds the same network as for tril); ONNX's Trilu-14: `upper` \"Default is true\""),
+    # Measured: the crd and dcr cases parse to identical networks; the _expanded crd case
+    # (ONNX's function body) passes.
+    "test_spacetodepth_crd_mode_example": (
+        "TensorRT's ONNX parser ignores SpaceToDepth-28's `mode` attribute: mode=CRD parses "
+        "to the same two shuffles as DCR (ONNX: \"Use CRD for column-row-depth order\")"),
     **dict.fromkeys(
         ("test_averagepool_2d_ceil_last_window_starts_on_pad",
          "test_maxpool_2d_ceil_output_size_reduce_by_one"),
