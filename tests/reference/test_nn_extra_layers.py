@@ -148,6 +148,13 @@ def test_resize_scales_set_size_and_coordinates():
     assert torch.allclose(out, f32(expected))
 
 
+def test_resize_scales_align_corners_use_the_unfloored_length():
+    # ONNX's Resize: 4 * 0.6 = 2.4 -> 2 outputs; ALIGN_CORNERS src = dst * 3 / (2.4 - 1):
+    # 0 and 15/7 -> over [0, 10, 20, 30]: 0 and 150/7
+    out = resize(f32([0, 10, 20, 30]), scales=(0.6,), mode="LINEAR", transform="ALIGN_CORNERS")
+    assert torch.allclose(out, f32([0, 150 / 7]))
+
+
 def test_resize_shape_from_input_1():
     out = resize(f32([1, 2]), dynamic=torch.tensor([3], dtype=torch.int32))
     assert out.tolist() == [1, 1, 2]  # ASYMMETRIC floor: src = 0, 2/3, 4/3

@@ -59,22 +59,23 @@ def _output_shape(x, dynamic, shape, scales):
 # Note [Resize coordinates]: TensorRT's Resize operator page maps output index x_r to the
 # input coordinate x_o = x_r * n / m (ASYMMETRIC), (x_r + 0.5) * n / m - 0.5 (HALF_PIXEL)
 # or x_r * (n - 1) / (m - 1) (ALIGN_CORNERS), for input length n and output length m.
-# When the layer has scales, n / m is taken as 1 / scale, as ONNX's Resize does (the ONNX
-# parser sets constant ONNX scales on the layer). An output of one element maps to 0 with
-# ResizeSelector UPPER ("the upper left pixel") and by the formula with FORMULA, where
-# ALIGN_CORNERS' 0 / 0 is taken as 0.
+# When the layer has scales, m is taken as n * scale before flooring, as ONNX's Resize
+# does (the ONNX parser sets constant ONNX scales on the layer; with this reading the ONNX
+# node cases with constant scales pass, downsampling by 0.6 and 0.8 included). An output
+# of one element maps to 0 with ResizeSelector UPPER ("the upper left pixel") and by the
+# formula with FORMULA, where ALIGN_CORNERS' 0 / 0 is taken as 0.
 
 
 def _source_coordinates(n, m, scale, transform, selector):
     dst = torch.arange(m, dtype=torch.float64)
     if m == 1 and selector == "UPPER":
         return torch.zeros(1, dtype=torch.float64)
-    ratio = 1.0 / scale if scale else n / m
+    length = n * scale if scale else m
     if transform == "ALIGN_CORNERS":
-        return dst * ((n - 1) / (m - 1) if m > 1 else 0.0)
+        return dst * ((n - 1) / (length - 1) if length != 1 else 0.0)
     if transform == "HALF_PIXEL":
-        return (dst + 0.5) * ratio - 0.5
-    return dst * ratio  # ASYMMETRIC
+        return (dst + 0.5) * (n / length) - 0.5
+    return dst * (n / length)  # ASYMMETRIC
 
 
 _ROUNDING = {
