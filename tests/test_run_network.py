@@ -186,3 +186,35 @@ def test_cli_onnx_parse_failure_exits_with_the_parsers_message(tmp_path, capsys)
     path.write_bytes(b"not a model")
     assert main(["onnx", str(path)]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+class _FakeOnnxRuntime:
+    """Stands in for onnxruntime (an optional dependency): its session returns numpy's
+    result, plus ``offset``."""
+
+    def __init__(self, offset=0.0):
+        self.offset = offset
+        outer = self
+
+        class InferenceSession:
+            def __init__(self, path, providers):
+                assert providers == ["CPUExecutionProvider"]
+
+            def run(self, names, feeds):
+                assert names == ["y"]
+                return [_expected(feeds["x"]) + outer.offset]
+
+        self.InferenceSession = InferenceSession
+
+
+@pytest.mark.parametrize("offset, status, verdict", [(0.0, 0, "matches"),
+                                                     (0.01, 1, "DIFFERS")])
+def test_cli_onnx_compare_with_onnxruntime(model_path, monkeypatch, capsys, offset, status,
+                                           verdict):
+    import sys
+
+    from torch_trt_ref.cli import main
+
+    monkeypatch.setitem(sys.modules, "onnxruntime", _FakeOnnxRuntime(offset))
+    assert main(["onnx", str(model_path), "--compare"]) == status
+    assert f"onnxruntime y: {verdict}" in capsys.readouterr().out
