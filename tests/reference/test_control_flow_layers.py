@@ -347,3 +347,32 @@ def test_two_loops_sharing_a_name_are_refused(net):
                        .get_output(0))
     with pytest.raises(ValueError, match="share that name"):
         _run(net, outputs, n=torch.tensor(2, dtype=torch.int32))
+
+
+def test_onnx_rnn_layout_1_network_runs_as_built(net):
+    """ONNX's test_simple_rnn_batchwise (RNN, layout=1: X is [batch=3, seq=1, input]) fails
+    against ONNX's expected outputs because of the network TensorRT's parser builds, not
+    the executor: the network iterates X over axis 0 as if it were the sequence, carrying
+    the hidden state from one batch entry to the next. The executor's result equals that
+    recurrence computed in float64, h_t = tanh(X[t] W^T + h_{t-1} R^T), and not ONNX's
+    independent batch entries tanh(X[b] W^T)."""
+    import onnx.backend.test.case.node as node_cases
+    from onnx.backend.test.case.node import rnn  # noqa: F401  (records ONNX's RNN cases)
+
+    case = next(c for c in node_cases._NodeTestCases if c.name == "test_simple_rnn_batchwise")
+    parser = trt.OnnxParser(net, make_logger())
+    assert parser.parse(case.model.SerializeToString())
+    snapshot = take_snapshot(net, {})
+    (iterator,) = [layer for layer in snapshot.layers if layer.kind == "ITERATOR"]
+    assert iterator.attrs["axis"] == 0 and iterator.inputs == ["X"]
+    (data_in, data_out), = case.data_sets
+    x, w, r = (torch.from_numpy(a) for a in data_in)
+    y, _ = run_snapshot(snapshot, {"X": x, "W": w, "R": r})
+    h, carried = torch.zeros(1, 4, dtype=torch.float64), []
+    for t in range(3):
+        h = torch.tanh(x[t].double() @ w[0].double().T + h @ r[0].double().T)
+        carried.append(h)
+    torch.testing.assert_close(y.double().reshape(3, 4), torch.cat(carried), rtol=1e-5,
+                               atol=1e-6)
+    expected = torch.from_numpy(data_out[0]).double().reshape(3, 4)
+    assert not torch.allclose(y.double().reshape(3, 4), expected, rtol=1e-3, atol=1e-7)
