@@ -1,6 +1,6 @@
 """Activation converters: ops that map onto TensorRT's IActivationLayer (relu, sigmoid,
-tanh, leaky_relu, elu, gelu, hardtanh). Ops torch decomposes before conversion (silu,
-hardswish, softplus, ...) arrive here as their parts."""
+tanh, leaky_relu, elu, gelu, hardtanh, hardsigmoid, softplus, prelu). Ops torch decomposes
+before conversion (silu, hardswish, softplus, ...) arrive here as their parts."""
 
 from __future__ import annotations
 
@@ -91,3 +91,32 @@ def hardtanh(ctx, input, min_val=-1, max_val=1):
                                   alpha=float(min_val), beta=float(max_val))
     out = binary(ctx, EW.MAX, input, min_val, dtype)
     return binary(ctx, EW.MIN, out, max_val, dtype)
+
+
+# hardsigmoid, softplus and _prelu_kernel reach conversion only where their decomposition
+# is disabled (docs/converters.md); TensorRT has an activation kind for the first two.
+@converter(aten.hardsigmoid.default, dynamic=True, validator=plain_dtypes)
+def hardsigmoid(ctx, input):
+    """HARD_SIGMOID: max(0, min(1, alpha x + beta)) with torch's alpha 1/6, beta 1/2."""
+    return helpers.activation(ctx, ACT.HARD_SIGMOID, _float_input(ctx, input),
+                              alpha=1 / 6, beta=0.5)
+
+
+@converter(aten.softplus.default, dynamic=True, validator=plain_dtypes)
+def softplus(ctx, input, beta=1, threshold=20):
+    """SOFTPLUS is alpha log(exp(beta x) + 1); torch returns x itself where
+    beta x > threshold (no overflow)."""
+    dtype = ctx.out_dtype
+    x = _float_input(ctx, input)
+    smooth = helpers.activation(ctx, ACT.SOFTPLUS, x, alpha=1 / beta, beta=float(beta))
+    linear = binary(ctx, EW.GREATER, binary(ctx, EW.PROD, x, beta, dtype), threshold, dtype)
+    return select(ctx, linear, x, smooth)
+
+
+@converter(aten._prelu_kernel.default, dynamic=True, validator=plain_dtypes)
+def prelu_kernel(ctx, input, weight):
+    """x where x > 0, else weight * x (weight broadcasts, as the caller shaped it)."""
+    dtype = ctx.out_dtype
+    x = tensor(ctx, input, dtype)
+    negative = binary(ctx, EW.PROD, x, weight, dtype)
+    return select(ctx, binary(ctx, EW.GREATER, x, 0, dtype), x, negative)

@@ -76,9 +76,14 @@ def attention(ctx, query, key, value, bias, is_causal: bool, scale):
         scores = select(ctx, future, float("-inf"), scores)
     last = len(scores.shape) - 1
     peak = reduce(ctx, RED.MAX, scores, [last], True)
+    # Note [Fully masked rows]: a query that may attend to no key has peak -inf; torch
+    # returns zeros there (and a log-sum-exp of -inf), not the NaN of 0 / 0.
+    masked_row = helpers.elementwise(ctx, EW.EQUAL, peak, float("-inf"), compute)
+    peak = select(ctx, masked_row, 0.0, peak)
     weights = helpers.unary(ctx, UN.EXP, helpers.elementwise(ctx, EW.SUB, scores, peak))
     total = reduce(ctx, RED.SUM, weights, [last], True)
     out = _matmul(ctx, helpers.elementwise(ctx, EW.DIV, weights, total), v)
+    out = select(ctx, masked_row, 0.0, out)
     logsumexp = helpers.elementwise(ctx, EW.SUM, helpers.unary(ctx, UN.LOG, total), peak)
     return helpers.cast(ctx, out, dtype), logsumexp  # logsumexp: [..., L, 1]
 

@@ -250,6 +250,8 @@ _COMPOSITES: dict[Any, Callable] = {
     aten.remainder.Scalar_Tensor: _remainder,
     aten.fmod.Tensor: _fmod, aten.fmod.Scalar: _fmod,
     aten.atan2.default: _atan2,
+    aten.floor_divide.default: lambda ctx, a, b, dtype: _div(ctx, a, b, dtype, "floor"),
+    aten.floor_divide.Scalar: lambda ctx, a, b, dtype: _div(ctx, a, b, dtype, "floor"),
     aten.copysign.Tensor: _copysign, aten.copysign.Scalar: _copysign,
     aten.hypot.default: _hypot,
     aten.fmax.default: _nan_ignoring(EW.MAX), aten.fmin.default: _nan_ignoring(EW.MIN),

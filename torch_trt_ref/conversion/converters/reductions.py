@@ -63,7 +63,8 @@ def select(ctx, condition, then, otherwise):
 # The IReduceLayer family: one table, one converter.
 
 _REDUCTIONS = {
-    aten.sum.dim_IntList: RED.SUM, aten.mean.dim: RED.AVG, aten.mean.default: RED.AVG,
+    aten.sum.dim_IntList: RED.SUM, aten.sum.default: RED.SUM,
+    aten.mean.dim: RED.AVG, aten.mean.default: RED.AVG,
     aten.prod.default: RED.PROD, aten.prod.dim_int: RED.PROD,
     aten.amax.default: RED.MAX, aten.amin.default: RED.MIN,
     aten.max.default: RED.MAX, aten.min.default: RED.MIN,
