@@ -49,9 +49,11 @@ def iterator(inputs, loop, axis, reverse, *, index, count):
 def loop_output(inputs, loop, kind, axis, *, history):
     """LAST_VALUE: the input is a RECURRENCE output; the loop's output is its value after
     the last iteration (the executor advances the recurrences once more before exiting, so
-    that value is input 0 now). CONCATENATE: the input's value of every iteration, stacked
-    along a new dimension at ``axis`` whose length is input 1 (a 0-D shape tensor set
-    before the loop). REVERSE: the same in reverse iteration order."""
+    that value is input 0 now). The API pages only say "the last value"; this reading is the
+    one TensorRT's ONNX parser relies on for the final state of Loop and Scan, and ONNX's
+    test_loop11 and test_scan* expected outputs confirm it. CONCATENATE: the input's value
+    of every iteration, stacked along a new dimension at ``axis`` whose length is input 1
+    (a 0-D shape tensor set before the loop). REVERSE: the same in reverse iteration order."""
     if kind == "LAST_VALUE":
         return (inputs[0],)
     length = int(inputs[1])
