@@ -78,7 +78,9 @@ class Case:
     xfail: dict = field(default_factory=dict)
     name: str = ""
     check_op: Any = None  # op that must appear in the converted graph (default: op)
-    min_shape_delta: int = 1  # the dynamic range is [size - delta, size + 2]
+    # dynamic ranges: conformance/runner.py _ranges (a delta: [max(2, size - delta), size + 2]
+    # for every dim, for ops whose index values or k need a larger min than 1)
+    min_shape_delta: int | None = None
     # compile() settings, e.g. disabled_decompositions to keep an op the default lowering
     # decomposes (its converter serves graphs whose user disabled that decomposition)
     settings: dict = field(default_factory=dict)

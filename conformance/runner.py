@@ -69,14 +69,23 @@ class OneOp(torch.nn.Module):
 
 
 def _ranges(case: Case) -> dict[int, tuple[int, int, int]]:
-    """Dynamic range per dimension size: [size - delta, size + 2] (dims of size <= 1 stay
-    static: they broadcast). Equal sizes share one export Dim."""
-    ranges = {}
+    """Dynamic range per dimension size, [lo, size + 2]: lo = 1 for a leading (batch) dim,
+    the range users declare most (Note [Tracing dynamic dims] in capture.py), and
+    max(2, size - 1) for inner dims (kernels and index values bound them). A case's
+    ``min_shape_delta`` gives lo = max(2, size - delta) for every dim. Dims of size <= 1
+    stay static (they broadcast); equal sizes share one export Dim, with the larger lo."""
+    ranges: dict[int, tuple[int, int, int]] = {}
     for _, arg in case.tensor_args():
         for d in arg.dynamic_dims():
             size = arg.shape[d]
-            if size > 1:
-                ranges[size] = (max(2, size - case.min_shape_delta), size, size + 2)
+            if size <= 1:
+                continue
+            if case.min_shape_delta is not None:
+                lo = max(2, size - case.min_shape_delta)
+            else:
+                lo = 1 if d == 0 else max(2, size - 1)
+            lo = max(lo, ranges.get(size, (lo,))[0])
+            ranges[size] = (lo, size, size + 2)
     return ranges
 
 
@@ -221,7 +230,10 @@ def run_cell(case: Case, dtype: torch.dtype, dynamic: bool, record: dict | None 
     specs, dyn_shapes = _inputs(case, dynamic)
     tensor_args = [a for _, a in case.tensor_args() if not isinstance(a, W)]
     example = [a.make(dtype, seed=i) for i, a in enumerate(tensor_args)]
-    ep = export_program(module, tuple(example), {}, (tuple(dyn_shapes),) if dynamic else None)
+    oblivious = dynamic and any(a < 2 and a != c for _, lo, hi in specs
+                                for a, c in zip(lo, hi))
+    ep = export_program(module, tuple(example), {}, (tuple(dyn_shapes),) if dynamic else None,
+                        size_oblivious=oblivious)
     inputs = [torch_trt_ref.Input(min_shape=lo, opt_shape=opt, max_shape=hi, dtype=x.dtype)
               for (opt, lo, hi), x in zip(specs, example)]
     compiled = torch_trt_ref.compile(ep, inputs, min_block_size=1, require_full_compilation=True,
@@ -235,7 +247,7 @@ def run_cell(case: Case, dtype: torch.dtype, dynamic: bool, record: dict | None 
     atol, rtol = case.tolerance(dtype)
     shape_sets = [[s[0] for s in specs]]
     if dynamic:
-        shape_sets = [[s[1] for s in specs], [s[2] for s in specs]]
+        shape_sets = [[s[1] for s in specs], [s[0] for s in specs], [s[2] for s in specs]]
     record = {} if record is None else record
     for k, shapes in enumerate(shape_sets):
         xs = example if not dynamic else [

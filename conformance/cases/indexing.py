@@ -45,9 +45,10 @@ CASES = [
     Case(aten.index_select.default, (W((5, 3)), 0, idx((4,), 4)), dtypes=F32,
          name="weight_input"),
     Case(aten.gather.default, (T((3, 5)), 1, idx((3, 4), 4)), dtypes=ALL),
-    Case(aten.gather.default, (T((4, 3)), -2, idx((4, 3), 2)), dtypes=F32, name="dim0"),
+    Case(aten.gather.default, (T((4, 3)), -2, idx((4, 3), 2)), dtypes=F32, name="dim0",
+         min_shape_delta=1),
     Case(aten.gather.default, (T((3, 5), dynamic=(1,)), 1, idx((2, 2), 3, dynamic=())),
-         dtypes=F32, name="smaller_index"),
+         dtypes=F32, name="smaller_index", min_shape_delta=1),
     # advanced indexing: one index (negative entries wrap), adjacent, split and broadcast
     Case(index_at, (T((5, 3), dynamic=(1,)), idx((4,), 4, low=-5)), check_op=IX, dtypes=ALL),
     Case(index_at, (T((3, 5)), idx((2, 2), 4, dtype=I32)), {"at": (1,)}, check_op=IX,
@@ -113,7 +114,7 @@ CASES = [
                                      T((3, 3)), "amax"), {"include_self": False},
          name="exclude_self"),
     Case(aten.masked_scatter.default, (T((3, 4)), T((3, 4), dtype=BOOL), T((12,))),
-         dtypes=ALL),
+         dtypes=ALL, min_shape_delta=1),  # the source must hold every selected element
     Case(aten.masked_scatter.default, (T((3, 4), dynamic=(1,)), T((4,), dtype=BOOL),
                                        T((5, 4), dynamic=(1,))), dtypes=F32, name="broadcast_mask"),
     Case(aten.slice_scatter.default, (T((4, 6)), T((4, 2)), 1, 1, 5, 2), dtypes=ALL),

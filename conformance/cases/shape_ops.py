@@ -57,7 +57,14 @@ CASES = [
     Case(expand_like, (T((1, 4)), T((3, 4))), check_op=aten.expand.default,
          name="symbolic", dtypes=ONE),
     Case(aten.squeeze.dims, (T((3, 1, 4, 1)), [1, -1]), dtypes=ANY),
-    Case(aten.squeeze.dims, (T((3, 1, 4)), [0, 1]), name="non_unit_ignored", dtypes=ONE),
+    Case(aten.squeeze.dims, (T((3, 1, 4)), [0, 1]), name="non_unit_ignored", dtypes=ONE,
+         min_shape_delta=1),
+    # Squeezing a dynamic dim whose range includes 1: eager drops the dim at size 1, but a
+    # graph has one rank; export (size-oblivious, Note [Tracing dynamic dims]) keeps it.
+    Case(aten.squeeze.dims, (T((3, 1, 4)), [0, 1]), name="dynamic_dim_reaching_1",
+         dtypes=ONE, xfail={"dynamic": "squeeze of a dynamic dim whose range includes 1: "
+                                       "rank depends on the run-time size (one graph, one "
+                                       "rank); eager gives (4,) at size 1, the compile (1, 4)"}),
     Case(aten.unsqueeze.default, (T((2, 3)), 0), dtypes=ANY),
     Case(aten.unsqueeze.default, (T((2, 3)), -1), name="last", dtypes=ONE),
     Case(aten.unsqueeze.default, (T((2, 3)), 1), name="middle", dtypes=ONE),

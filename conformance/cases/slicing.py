@@ -41,7 +41,7 @@ CASES = [
     Case(aten.select.int, (T((3, 4)), -1, -1), name="negative", dtypes=ONE),
     Case(aten.select.int, (T((3, 4)), 0, -1), name="dynamic_negative", dtypes=ONE),
     Case(select_symbolic, (T((3, 4)),), check_op=aten.select.int, name="symbolic", dtypes=ONE),
-    Case(aten.select_copy.int, (T((3, 4)), 0, 1), dtypes=(F32, I64)),
+    Case(aten.select_copy.int, (T((3, 4)), 0, 1), dtypes=(F32, I64), min_shape_delta=1),
     Case(aten.split_with_sizes.default, (T((4, 6)), [2, 4], 1), dtypes=ANY),
     Case(aten.split_with_sizes.default, (T((4, 6)), [1, 0, 5], 1), name="with_empty", dtypes=ONE),
     Case(split_symbolic, (T((4, 6)),), check_op=aten.split_with_sizes.default,
