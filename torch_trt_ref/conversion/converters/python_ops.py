@@ -117,3 +117,9 @@ def ceil(ctx, a):
     if not helpers.dtype_of(a).is_floating_point:
         return a
     return helpers.cast(ctx, helpers.unary(ctx, UN.CEIL, a), torch.int64)
+
+
+@converter(torch.sym_not, dynamic=True, family="python_ops")
+def sym_not(ctx, a):
+    """``not`` of a SymBool (a run-time bool tensor) or of a Python bool."""
+    return (not a) if not helpers.is_tensor(a) else _not(ctx, a)
