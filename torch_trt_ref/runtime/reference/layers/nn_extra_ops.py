@@ -60,8 +60,12 @@ def _output_shape(x, dynamic, shape, scales):
 # input coordinate x_o = x_r * n / m (ASYMMETRIC), (x_r + 0.5) * n / m - 0.5 (HALF_PIXEL)
 # or x_r * (n - 1) / (m - 1) (ALIGN_CORNERS), for input length n and output length m.
 # When the layer has scales, m is taken as n * scale before flooring, as ONNX's Resize
-# does (the ONNX parser sets constant ONNX scales on the layer; with this reading the ONNX
-# node cases with constant scales pass, downsampling by 0.6 and 0.8 included). An output
+# does: TensorRT's ONNX parser puts constant ONNX scales on the layer unchanged, and with
+# this reading all 26 ONNX resize/upsample node cases pass with constant scales (24 with
+# ALIGN_CORNERS on the floored m). torch's align_corners uses the floored m, so it differs
+# for a fractional scale (a third-party TensorRT converter, Baidu's Poros, warns that
+# "interpolate with align_corners and scale_factor works differently in TensorRT and
+# PyTorch"); a converter wanting torch's result sets the output shape instead. An output
 # of one element maps to 0 with ResizeSelector UPPER ("the upper left pixel") and by the
 # formula with FORMULA, where ALIGN_CORNERS' 0 / 0 is taken as 0.
 
