@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import pytest
+import torch
 
 from torch_trt_ref.runtime.network import OnnxParseError
 
-from .onnx_nodes import PASSED, cases, parse, run_case
+from .onnx_nodes import PASSED, cases, compare, parse, run_case
 from .onnx_xfail import PARSED_AT_LEAST, XFAIL
 
 
@@ -51,3 +53,30 @@ def test_parsed_cases_do_not_drop():
 def test_xfail_table_names_parsed_cases():
     unknown = sorted(set(XFAIL) - set(parsed_cases()))
     assert not unknown, f"onnx_xfail.py names cases that are not parsed: {unknown[:10]}"
+
+
+F32, I64 = np.float32, np.int64
+
+
+def _t(values, dtype=torch.float32):
+    return torch.tensor(values, dtype=dtype)
+
+
+@pytest.mark.parametrize("expected, actual, problem", [
+    (np.array([1.0, 100.0], F32), _t([1.0, 100.09]), None),  # |d| <= 1e-7 + 1e-3 |ref|
+    (np.array([1.0, 100.0], F32), _t([1.0, 100.11]), "1 of 2 elements differ beyond"),
+    (np.array([np.nan, 1.0], F32), _t([np.nan, 1.0]), None),
+    (np.array([np.nan, 1.0], F32), _t([0.0, 1.0]), "differ in NaN positions"),
+    (np.array([np.inf, 1.0], F32), _t([-np.inf, 1.0]), "differ in inf positions"),
+    (np.array([np.inf, 1.0], F32), _t([3e38, 1.0]), "differ in inf positions"),
+    (np.array([2, 3], I64), _t([2, 3], torch.int32), None),  # int64 -> int32 by value
+    (np.array([2, 3], I64), _t([2, 4], torch.int64), "1 of 2 elements differ (at (1,)"),
+    (np.array([2.0, 3.0], F32), _t([[2.0, 3.0]]), "shape (1, 2), expected (2,)"),
+    (np.array([True, False]), _t([1.0, 0.0]), "dtype torch.float32, expected torch.bool"),
+    (np.float32(0.5), _t(0.5), None),  # ONNX ships some 0-d tensors as numpy scalars
+])
+def test_compare_follows_onnx_rules(expected, actual, problem):
+    """Note [ONNX tolerances] on hand-made values: rtol=1e-3, atol=1e-7, NaN and inf in the
+    same places, integers exact, shapes exact."""
+    found = compare("y", expected, actual, rtol=1e-3, atol=1e-7)
+    assert (found is None) if problem is None else (problem in (found or "")), found
