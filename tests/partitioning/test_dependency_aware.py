@@ -27,15 +27,16 @@ def _inputs():
 
 
 def test_control_flow_segment_is_never_merged():
-    """add | lgamma(add) | sum, gt | cond | lgamma(x) | add: the cond reads the open
-    TensorRT segment (gt) and the open PyTorch one (lgamma), finalizing both, then stands
-    alone; lgamma(x) after it cannot merge into it."""
+    """The walk follows fast's phases: P lgamma(x) | T add, sum, gt | P lgamma(add), cond |
+    T add. lgamma(x) opens the PyTorch segment; lgamma(add) finalizes the TensorRT one
+    (add, sum, gt) and joins lgamma(x); the cond reads the open PyTorch segment, finalizing
+    it, then stands alone; the last add cannot merge into it."""
     settings = ttr.CompilationSettings(min_block_size=1, partitioner="dependency_aware")
     gm = lower_program(capture(WithCond(), _inputs()), settings)
     result = partition(gm, settings, REGISTRY)
-    assert plan(result) == [(T, ["add", "gt", "sum"]), (P, ["lgamma"]), (P, ["cond"]),
-                            (P, ["lgamma"]), (T, ["add"])]
-    assert [s.do_not_merge for s in result.segments] == [False, False, True, False, False]
+    assert plan(result) == [(T, ["add", "gt", "sum"]), (P, ["lgamma", "lgamma"]), (P, ["cond"]),
+                            (T, ["add"])]
+    assert [s.do_not_merge for s in result.segments] == [False, False, True, False]
 
 
 def test_module_with_control_flow_equals_eager():

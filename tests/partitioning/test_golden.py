@@ -39,7 +39,8 @@ GOLDEN = {
     "split_diamond": {
         "linear": [(T, ["split"]), (P, ["lgamma"]), (T, ["add", "add"])],
         "fast": [(T, ["add", "split"]), (P, ["lgamma"]), (T, ["add"])],
-        "dependency_aware": [(T, ["split"]), (P, ["lgamma"]), (T, ["add", "add"])],
+        # walked in fast's phase order (split, m | l | o): l finalizes {split, m}
+        "dependency_aware": [(T, ["add", "split"]), (P, ["lgamma"]), (T, ["add"])],
         "global": [(T, ["add", "split"]), (P, ["lgamma"]), (T, ["add"])],
         "hierarchical": [(T, ["add", "split"]), (P, ["lgamma"]), (T, ["add"])],
     },

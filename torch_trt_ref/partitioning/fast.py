@@ -14,16 +14,22 @@ NextTarget = Callable[[dict[str, deque], str | None], str | None]
 
 
 def greedy_phases(units: UnitGraph, next_target: NextTarget) -> list[Segment]:
+    """Schedule units in phases (``phase_units``) and make each phase a segment."""
+    return [units.segment(target, phase) for target, phase in phase_units(units, next_target)]
+
+
+def phase_units(units: UnitGraph, next_target: NextTarget) -> list[tuple[str, list[int]]]:
     """Schedule units in phases. A phase has one target and takes every ready unit of that
     target, including units that become ready during the phase; when no unit of the
-    target is ready the phase becomes a segment and ``next_target`` picks the next one.
-    Each unit is visited once and each edge once: O(N + E)."""
+    target is ready the phase ends and ``next_target`` picks the next one. Returns
+    (target, units in the order taken) per phase. Each unit is visited once and each edge
+    once: O(N + E)."""
     remaining = [len(d) for d in units.deps]
     ready: dict[str, deque] = {t: deque() for t in dict.fromkeys(units.targets)}
     for u in range(len(units)):
         if remaining[u] == 0:
             ready[units.targets[u]].append(u)
-    segments: list[Segment] = []
+    phases: list[tuple[str, list[int]]] = []
     target = next_target(ready, None)
     while target is not None:
         queue, phase = ready[target], []
@@ -34,9 +40,9 @@ def greedy_phases(units: UnitGraph, next_target: NextTarget) -> list[Segment]:
                 remaining[v] -= 1
                 if remaining[v] == 0:
                     ready[units.targets[v]].append(v)
-        segments.append(units.segment(target, phase))
+        phases.append((target, phase))
         target = next_target(ready, target)
-    return segments
+    return phases
 
 
 def alternate(first: str) -> NextTarget:
@@ -69,9 +75,14 @@ def fast_segments(units: UnitGraph) -> list[Segment]:
     cost one segment against the optimum (the global strategy tries both starts).
 
     Complexity: O(N + E) time and memory."""
-    first = TORCH if any(units.targets[u] == TORCH and not units.deps[u]
-                         for u in range(len(units))) else TENSORRT
-    return greedy_phases(units, alternate(first))
+    return greedy_phases(units, alternate(fast_start(units)))
+
+
+def fast_start(units: UnitGraph) -> str:
+    """The target of fast's first phase: PyTorch when a PyTorch unit is ready at the start
+    (it reads only graph inputs and weights), else TensorRT."""
+    return TORCH if any(units.targets[u] == TORCH and not units.deps[u]
+                        for u in range(len(units))) else TENSORRT
 
 
 def linear_segments(units: UnitGraph) -> list[Segment]:
