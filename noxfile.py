@@ -1,5 +1,5 @@
-"""nox sessions: tests, conformance, executor, zoo, perf, lint, docs. Virtualenvs are reused, so a
-second run does not reinstall torch (~5 GB)."""
+"""nox sessions: tests, conformance, executor, zoo, perf, lint, docs. Virtualenvs are
+reused, so a second run does not reinstall torch (~5 GB)."""
 
 from __future__ import annotations
 
@@ -43,8 +43,7 @@ def conformance(session: nox.Session) -> None:
 
 @nox.session
 def executor(session: nox.Session) -> None:
-    """The reference executor against ONNX's backend node test cases (parsed by TensorRT's
-    ONNX parser); writes out/onnx_nodes.{json,md}."""
+    """Reference executor vs ONNX's node test cases; writes out/onnx_nodes.{json,md}."""
     _install(session)
     session.run("pytest", "conformance/test_onnx_nodes.py", "-q", *session.posargs)
     session.run("python", "-m", "conformance.onnx_report", "--json", "out/onnx_nodes.json",
