@@ -237,13 +237,16 @@ def test_convolution_padding_modes(mode, kw, expected):
     # SAME: P = max(DK - S, 0) = 1, O = min(I*S, (I-1)*S + DK) = 4; UPPER crops the back
     ("SAME_UPPER", {}, [1, 10, 102, 20]),
     ("SAME_LOWER", {}, [10, 102, 20, 200]),
-    # dilation 2: DK = 5, full output (2-1)*2 + 5 = 7: taps at 0, 2, 4 and 2, 4, 6:
-    # [1, 0, 10+2, 0, 100+20, 0, 200]; P = 3, UPPER B=1 A=2, LOWER B=2 A=1
-    ("SAME_UPPER", {"dilation": 2}, [0, 12, 0, 120]),
-    ("SAME_LOWER", {"dilation": 2}, [12, 0, 120, 0]),
+    # kernel [1, 10], dilation 3, S=1 (TensorRT-RTX rejects strided dilated deconvolution):
+    # DK = 4, full output (2-1) + 4 = 5: [1, 0, 0, 10, 0] + [0, 2, 0, 0, 20]
+    # = [1, 2, 0, 10, 20]; P = 3, UPPER B=1 A=2, LOWER B=2 A=1
+    ("SAME_UPPER", {"kernel": [1, 10], "dilation": 3, "stride": 1}, [2, 0]),
+    ("SAME_LOWER", {"kernel": [1, 10], "dilation": 3, "stride": 1}, [0, 10]),
 ])
 def test_deconvolution_padding_modes(mode, kw, expected):
-    assert conv1d([1, 2], [1, 10, 100], mode, stride=2, kind="DECONVOLUTION", **kw) == expected
+    kw = {"kernel": [1, 10, 100], "stride": 2, **kw}
+    kernel = kw.pop("kernel")
+    assert conv1d([1, 2], kernel, mode, kind="DECONVOLUTION", **kw) == expected
 
 
 def pool1d(values, kind, mode, window=2, stride=2, pre=0, post=0, exclude=False, blend=0.0):
