@@ -119,10 +119,10 @@ def render(cells: dict[str, dict], ours: set[str], theirs: set[str]) -> str:
         lines += ["", "## Failures", ""]
         lines += [f"- `{c}`: {e}" for c, e in sorted(fails.items())]
     lines += ["", "## Accuracy vs float64", ""] + accuracy_section(cells)
-    lines += ["", "## Coverage against Torch-TensorRT 2.14", "",
-              f"Ops they convert that we do not ({len(theirs - ours)}):", ""]
-    lines += [", ".join(f"`{o}`" for o in sorted(theirs - ours)) or "(none)"]
-    lines += ["", f"Ops we convert that they do not ({len(ours - theirs)}):", ""]
+    from .coverage import render as coverage  # the targets we lack, each with its reason
+
+    lines += ["", "## Coverage against Torch-TensorRT 2.14", "", coverage()]
+    lines += [f"Ops we convert that they do not ({len(ours - theirs)}):", ""]
     lines += [", ".join(f"`{o}`" for o in sorted(ours - theirs)) or "(none)", ""]
     return "\n".join(lines)
 
