@@ -120,3 +120,43 @@ def test_dims_as_aten_reductions_read_them():
         args.dims([3], 3)
     with pytest.raises(ValueError):
         args.dims([0, -3], 3)
+
+
+# Scale factors are read as ATen reads them too: output size floor(in * scale) in double,
+# coordinates mapped with 1 / scale (Note [Resize scales] in converters/resize.py).
+class Interpolate(torch.nn.Module):
+    def __init__(self, scale, mode):
+        super().__init__()
+        self.scale, self.mode = scale, mode
+
+    def forward(self, x):
+        return F.interpolate(x, scale_factor=self.scale, mode=self.mode) + 1
+
+
+def _judged(compiled, model, x):
+    with torch.no_grad():
+        got, eager, reference = compiled(x), model(x), model(x.double())
+    assert got.shape == eager.shape
+    verdict = judge(got, eager, reference)
+    assert verdict.passed, verdict.message
+
+
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "bilinear"])
+def test_fractional_scale_factor_converts_and_matches_eager(mode):
+    model, x = Interpolate(1.5, mode), torch.randn(1, 2, 5, 5)
+    program = torch.export.export(model, (x,))  # keeps upsample_*.vec whole
+    compiled = torch_trt_ref.compile(program, (x,), executor="reference", min_block_size=1)
+    assert compiled.compile_report.counts.get("torch", 0) == 0, compiled.compile_report.render()
+    _judged(compiled, model, x)
+
+
+def test_fractional_scale_factor_over_a_dynamic_length():
+    # 90 * 0.7 is 62.99999999999999 in double, so eager's output has 62 elements
+    model = Interpolate(0.7, "nearest")
+    spec = torch_trt_ref.Input(min_shape=(1, 2, 85), opt_shape=(1, 2, 90), max_shape=(1, 2, 95))
+    compiled = torch_trt_ref.compile(model, (spec,), executor="reference", min_block_size=1)
+    assert compiled.compile_report.counts.get("torch", 0) == 0, compiled.compile_report.render()
+    for n in (85, 89, 90, 91, 95):
+        x = torch.randn(1, 2, n)
+        _judged(compiled, model, x)
+    assert compiled(torch.randn(1, 2, 90)).shape[-1] == 62
