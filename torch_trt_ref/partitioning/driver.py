@@ -114,12 +114,12 @@ def _partition(gm: GraphModule, settings: CompilationSettings, registry: Convert
     atomic = [nodes for _, nodes in find_atomic_groups(gm, by_target=by_target)]
     while True:
         units = unit_graph(gm, settings, rejected, spec.multi_backend, atomic, calls)
-        reasons = dict(units.reasons)
         segments = spec.run(units, settings)
+        reasons = dict(units.reasons)  # after the strategy, which may add its own
         if not settings.require_full_compilation:
             segments = apply_min_block_size(segments, settings.min_block_size, reasons)
         segments = merge_adjacent(segments)
-        notes: list[str] = []
+        notes: list[str] = list(units.notes)
         if settings.enable_resource_partitioning:
             segments = resource_partition(gm, segments, units, settings.engine_memory_budget,
                                           notes)
@@ -136,4 +136,4 @@ def _partition(gm: GraphModule, settings: CompilationSettings, registry: Convert
             for node in seg.nodes:
                 if node.name not in why:
                     why[node.name] = reasons.get(node, f"assigned to {seg.target}")
-    return PartitionResult(spec.name, segments, why, notes)
+    return PartitionResult(spec.name, segments, why, notes, units.optimal)

@@ -43,6 +43,7 @@ class PartitionResult:
     segments: list[Segment]
     rejected: dict[str, str] = field(default_factory=dict)  # node name -> reason
     notes: list[str] = field(default_factory=list)  # e.g. atomic groups over the budget
+    optimal: bool | None = None  # global: True when its exact search finished
 
     def count(self, target: str) -> int:
         return sum(1 for s in self.segments if s.target == target)
@@ -61,7 +62,7 @@ class PartitionResult:
     def to_json(self) -> dict[str, Any]:
         return {"strategy": self.strategy, "counts": self.counts(),
                 "segments": [s.to_json() for s in self.segments], "rejected": self.rejected,
-                "notes": self.notes}
+                "notes": self.notes, "optimal": self.optimal}
 
     def __str__(self) -> str:
         lines = [f"partition ({self.strategy}): " + ", ".join(

@@ -55,6 +55,8 @@ class UnitGraph:
     users: list[list[int]]
     control_flow: list[bool]
     reasons: dict[Node, str] = field(default_factory=dict)  # why a node lost its own target
+    notes: list[str] = field(default_factory=list)  # a strategy's remarks for the result
+    optimal: bool | None = None  # did the strategy prove its plan optimal?
 
     def __len__(self) -> int:
         return len(self.nodes)
