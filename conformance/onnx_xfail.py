@@ -44,183 +44,183 @@ XFAIL: dict[str, str] = {
          'FillOperation.RANDOM_UNIFORM (IFillLayer) draws from its own generator, so no '
          'implementation can reproduce it'),
     'test_cast_FLOAT16_to_FLOAT4E2M1':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_cast_FLOAT16_to_FLOAT8E4M3FN':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_cast_FLOAT16_to_INT4':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_cast_FLOAT4E2M1_to_FLOAT':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_cast_FLOAT4E2M1_to_FLOAT16':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_cast_FLOAT8E4M3FN_to_FLOAT':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_cast_FLOAT8E4M3FN_to_FLOAT16':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_cast_FLOAT_to_FLOAT4E2M1':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_cast_FLOAT_to_FLOAT8E4M3FN':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_cast_FLOAT_to_INT4':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_cast_INT4_to_FLOAT':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_cast_INT4_to_FLOAT16':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_cast_INT4_to_INT8':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_cast_no_saturate_FLOAT16_to_FLOAT8E4M3FN':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_cast_no_saturate_FLOAT_to_FLOAT8E4M3FN':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT16_to_FLOAT4E2M1':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT16_to_FLOAT4E2M1_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT16_to_FLOAT8E4M3FN':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT16_to_FLOAT8E4M3FN_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT16_to_INT4':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT16_to_INT4_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT4E2M1_to_FLOAT':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT4E2M1_to_FLOAT16':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT4E2M1_to_FLOAT16_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT4E2M1_to_FLOAT_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT8E4M3FN_to_FLOAT':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT8E4M3FN_to_FLOAT16':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT8E4M3FN_to_FLOAT16_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT8E4M3FN_to_FLOAT_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT_to_FLOAT4E2M1':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT_to_FLOAT4E2M1_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT_to_FLOAT8E4M3FN':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT_to_FLOAT8E4M3FN_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT_to_INT4':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_FLOAT_to_INT4_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_INT4_to_FLOAT':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_INT4_to_FLOAT16':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_INT4_to_FLOAT16_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_INT4_to_FLOAT_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_INT4_to_INT8':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_INT4_to_INT8_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to INT4: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FN':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FN_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FN':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FN_expanded':
-        ("error: ValueError: TensorRT's builder rejects a CAST from or to FP8: only "
+        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
          'quantize/dequantize layers convert to and from low-precision types (Note '
          '[Low-precision cast])'),
     'test_gru_batchwise':
@@ -241,17 +241,17 @@ XFAIL: dict[str, str] = {
          'regard to class" (NvInfer.h, class INMSLayer), so the selected rows of two classes '
          "interleave by score; ONNX's expected output lists class 0's rows, then class 1's"),
     'test_quantizelinear':
-        ('error: ValueError: TensorRT supports symmetric quantization only: the zero point '
-         'must be all zeros, got [128]'),
+        ('error: RejectedByTensorRT: TensorRT supports symmetric quantization only: the zero '
+         'point must be all zeros, got [128]'),
     'test_quantizelinear_axis':
-        ('error: ValueError: TensorRT supports symmetric quantization only: the zero point '
-         'must be all zeros, got [84, 24, 196]'),
+        ('error: RejectedByTensorRT: TensorRT supports symmetric quantization only: the zero '
+         'point must be all zeros, got [84, 24, 196]'),
     'test_quantizelinear_blocked_asymmetric':
-        ('error: ValueError: TensorRT supports symmetric quantization only: the zero point '
-         'must be all zeros, got [0, 1, 1, 0, 2, 3]'),
+        ('error: RejectedByTensorRT: TensorRT supports symmetric quantization only: the zero '
+         'point must be all zeros, got [0, 1, 1, 0, 2, 3]'),
     'test_quantizelinear_int4':
-        ('error: ValueError: TensorRT supports symmetric quantization only: the zero point '
-         'must be all zeros, got [1, 1, 1]'),
+        ('error: RejectedByTensorRT: TensorRT supports symmetric quantization only: the zero '
+         'point must be all zeros, got [1, 1, 1]'),
     'test_simple_rnn_batchwise':
         ("TensorRT's ONNX parser ignores layout=1 (X is [batch, seq, input]): its loop "
          'iterates X over axis 0 as the sequence, carrying the state from one batch entry to '
