@@ -65,3 +65,12 @@ CASES += [
          (T((2, 4, 3, 5), dynamic=BATCH_SPATIAL), W((4,)), W((4,))),
          name="dyn_spatial_with_stats", check_op=group_norm),
 ]
+
+# Instance norm lowers to batch statistics over (1, N * C, ...): the channel dim is dynamic
+# when the batch is.
+CASES += [
+    Case(F.instance_norm, (T((2, 3, 5, 4), dynamic=BATCH_SPATIAL),), name="instance_dyn",
+         check_op=bn_stats),
+    Case(F.instance_norm, (T((3, 2, 7), dynamic=(0, 2)),), name="instance_1d_dyn",
+         check_op=bn_stats),
+]

@@ -7,6 +7,7 @@ from typing import Optional
 
 import torch
 
+from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED, UN
 from ..registry import converter
@@ -48,8 +49,13 @@ def _bn_validator(node, settings) -> Optional[str]:
     if reason:
         return reason
     x = meta(node.args[0])
-    if x.dim() < 2 or not isinstance(x.shape[1], int):
-        return "batch norm needs an input of rank >= 2 with a static channel dim"
+    if x.dim() < 2:
+        return "batch norm needs an input of rank >= 2"
+    # instance norm lowers to batch statistics over (1, N * C, ...): a dynamic channel dim
+    # without affine parameters
+    affine = any(a is not None for a in node.args[1:3])
+    if not isinstance(x.shape[1], int) and affine:
+        return "batch norm with affine parameters needs a static channel dim"
     return None
 
 
@@ -82,8 +88,12 @@ def _normalize(ctx, x, scale, bias, axes: int, eps: float):
     return helpers.cast(ctx, out, helpers.dtype_of(x))
 
 
-def _affine_operand(ctx, value, default: float, shape: list[int], dtype):
-    """weight/bias (None, constant or ITensor) as an ITensor of ``shape`` for broadcasting."""
+def _affine_operand(ctx, value, default: float, shape: list, dtype):
+    """weight/bias (None, constant or ITensor) as an ITensor of ``shape`` (ints, or runtime
+    dims for an absent weight) for broadcasting."""
+    if value is None and not D.is_static(shape):
+        one = helpers.itensor(ctx, torch.full([1] * len(shape), default, dtype=dtype))
+        return D.broadcast_to(ctx, one, shape)
     if value is None:
         return helpers.itensor(ctx, torch.full(shape, default, dtype=dtype))
     if isinstance(value, torch.Tensor):
@@ -95,8 +105,7 @@ def _affine_operand(ctx, value, default: float, shape: list[int], dtype):
 def batch_norm_batch_stats(ctx, input, weight, bias, training, momentum, eps):
     """Batch statistics over every dim but the channel dim 1 (instance norm lowers here)."""
     rank, dtype = len(input.shape), helpers.dtype_of(input)
-    channels = input.shape[1]
-    shape = [1, channels] + [1] * (rank - 2)
+    shape = [1, helpers.dim_size(ctx, input, 1)] + [1] * (rank - 2)
     scale = _affine_operand(ctx, weight, 1.0, shape, dtype)
     shift = _affine_operand(ctx, bias, 0.0, shape, dtype)
     axes = helpers.axes_mask([d for d in range(rank) if d != 1], rank)
