@@ -65,22 +65,17 @@ def _counts(gm, registry, **knobs):
     return counts
 
 
-# Measured: GPT-2 with the sparse library at min_block_size=1 gives fast 25, dependency-aware
-# 29 (with add forced to PyTorch: 19 and 21). Its 100-row tied embedding is split by
-# split_tied_embeddings, whose sub/mul nodes the sparse library covers and the others not.
-# fast's phases may move a node past a PyTorch segment that dependency-aware segmentation,
-# walking the graph in order, has already closed (see docs/partitioning.md).
-KNOWN = {("gpt2", "sparse", (), 1), ("gpt2", "sparse", (aten.add.Tensor,), 1)}
+# Before dependency_aware walked fast's phase order, GPT-2 with the sparse library at
+# min_block_size=1 gave fast 25, dependency-aware 29 (add forced: 19 and 21): the walk in
+# graph order closed a TensorRT segment as soon as a PyTorch node read it.
 
 
 @pytest.mark.parametrize("support", ["full", "sparse"])
 @pytest.mark.parametrize("forced", [(), (aten.add.Tensor,)], ids=["none", "add_forced"])
 @pytest.mark.parametrize("min_block_size", [1, 5])
 def test_dependency_aware_never_more_segments_than_fast(model_graph, support, forced,
-                                                        min_block_size, request):
+                                                        min_block_size):
     name, gm = model_graph
-    if (name, support, forced, min_block_size) in KNOWN:
-        request.applymarker(pytest.mark.xfail(strict=True, reason="measured counterexample"))
     targets = {n.target for n in gm.graph.nodes if n.op == "call_function"}
     registry = support_registry(targets if support == "full" else SPARSE)
     n = _counts(gm, registry, torch_executed_ops=forced, min_block_size=min_block_size)

@@ -11,8 +11,8 @@ from .rules import apply_min_block_size, merge_adjacent
 from .units import UnitGraph
 
 # Search states (downset, open target, open engine size) the exact search may create before
-# it gives up; ~1 s of CPU on the development machine.
-STATE_BUDGET = 200_000
+# it gives up; about 1 s of CPU on the development machine.
+STATE_BUDGET = 100_000
 
 Objective = tuple[int, int, int]  # (-compute nodes in TensorRT, engines, transitions)
 
@@ -42,7 +42,10 @@ def global_segments(units: UnitGraph, min_block_size: int = 1,
     is won by running everything in PyTorch (0 engines). With min_block_size=1 every
     convertible unit runs in TensorRT and the plan has the fewest engines of all.
 
-    Exact algorithm (``_exact_plan``): dynamic programming over states (placed units: a
+    First, in O(N + E): when the greedy phases with the fewest engines meet min_block_size
+    they are optimal (``_greedy_optimum``; always the case at min_block_size=1).
+
+    Exact algorithm otherwise (``_exact_plan``): dynamic programming over states (placed units: a
     downset of the unit DAG; target of the open segment; its compute nodes, capped at
     min_block_size). A step places one ready unit on a target; a TensorRT segment may be
     closed only at >= min_block_size. The cost of a step depends only on the state, so
@@ -56,8 +59,14 @@ def global_segments(units: UnitGraph, min_block_size: int = 1,
     (False; True when exact) with a note in the partition result. Either way the result
     is never worse under ``objective`` than fast or dependency_aware.
 
-    Complexity: exact search O(S x (R + d)) for S states, R ready units and d users per
-    unit; fallback O(N + E)."""
+    Complexity: O(N + E) when the greedy phases are optimal; exact search O(S x (R + d))
+    for S states, R ready units and d users per unit; fallback O(N + E)."""
+    greedy = _greedy_optimum(units, min_block_size)
+    if greedy is not None:
+        units.optimal = True
+        units.notes.append("global: optimal by greedy phases (every TensorRT phase meets "
+                           f"min_block_size={min_block_size})")
+        return greedy
     plan = _exact_plan(units, min_block_size, budget)
     if plan is not None:
         units.optimal = True
@@ -74,6 +83,27 @@ def global_segments(units: UnitGraph, min_block_size: int = 1,
     units.notes.append(f"global: exact search over {budget} states, fell back to the best of "
                        f"the fast, dependency-aware and linear plans (not proven optimal)")
     return _best_known(units, min_block_size)
+
+
+def _greedy_optimum(units: UnitGraph, min_block_size: int) -> list[Segment] | None:
+    """The plan of greedy phases with the fewest engines, then phases, over both starts,
+    when each of its TensorRT phases has >= min_block_size compute nodes; else None.
+
+    Greedy phases started from target c have the fewest phases among plans starting with
+    c (after k phases they have placed a superset of what any such plan has placed after
+    k segments, by induction over k), and with two alternating targets the engines grow
+    with the phases. So this plan has the fewest engines, then transitions, among plans
+    with every convertible unit in TensorRT and no size limit; when it meets
+    min_block_size it also has the most nodes in TensorRT (all convertible ones), so it is
+    optimal. O(N + E)."""
+    from .capability import is_compute_node
+
+    plans = [greedy_phases(units, alternate(first)) for first in (TENSORRT, TORCH)]
+    best = min(plans, key=lambda p: (sum(s.target == TENSORRT for s in p), len(p)))
+    for seg in best:
+        if seg.target == TENSORRT and sum(map(is_compute_node, seg.nodes)) < min_block_size:
+            return None
+    return best
 
 
 def _best_known(units: UnitGraph, min_block_size: int) -> list[Segment]:
