@@ -90,7 +90,7 @@ CASES += [
     Case(aten.upsample_bilinear2d.vec, (T((2, 3, 4, 6), dynamic=SPATIAL), None, False,
                                         [2.0, 3.0]), name="integer_scale_dyn"),
     Case(aten.upsample_bicubic2d.vec, (T((1, 2, 5, 5)), None, False, [1.5, 1.5]),
-         name="fractional", dynamic=False, dtypes=(torch.float32,),
-         xfail={torch.float32: "bicubic with a fractional output size: torch maps with "
-                               "1/scale (validator rejects)"}),
+         name="fractional"),
+    Case(aten.upsample_bicubic2d.vec, (T((2, 3, 7, 6), dynamic=SPATIAL), None, False,
+                                       [1.3, 0.6]), name="fractional_dyn"),
 ]

@@ -26,7 +26,10 @@ ROUND, SELECT = trt.ResizeRoundMode, trt.ResizeSelector
 # agree when in * scale is an integer; otherwise (a fractional output size, or a dynamic
 # dim with a non-integer scale) the converter samples explicitly: ATen's source index
 # (and linear weight) of every output position is computed in float32 from the runtime
-# size, and the input is gathered along each resized dim (_resample).
+# size, and the input is gathered along each resized dim (_resample). With align_corners
+# torch maps with (in - 1) / (out - 1) of the floored output size, while TensorRT given
+# scales takes out = in * scale unfloored (the ONNX reading, Note [Resize coordinates] of
+# the reference RESIZE layer): the layer gets the floored output shape instead.
 
 # op -> (kind of interpolation, number of resized innermost dims)
 _TARGETS = {
@@ -46,7 +49,6 @@ _TARGETS = {
 }
 
 
-_SAMPLED = ("nearest", "nearest_exact", "linear")
 MAX_TABLE = 1 << 16  # output sizes tabulated per input size over a dynamic dim's range
 
 
@@ -87,14 +89,9 @@ def _validator(nd: int):
         x = meta(args["input"])
         if x.dim() != nd + 2:
             return f"resize expects a {nd + 2}-d input"
-        if args.get("align_corners"):
-            return None
         scales = _scales(args, nd)
         if not any(_inexact(n, sc) for n, sc in zip(x.shape[2:], scales)):
             return None
-        if _TARGETS[node.target][0] not in _SAMPLED:
-            return ("bicubic with a scale factor that does not give an integer output size: "
-                    "torch maps coordinates with 1/scale, TensorRT with in/out")
         for n, sc in zip(x.shape[2:], scales):
             if isinstance(n, int):
                 continue
@@ -114,6 +111,8 @@ def _out_size(ctx, n, scale: float, bounds):
     dim's (min, max) range for a runtime size."""
     if not helpers.is_tensor(n):
         return int(math.floor(n * scale))
+    if float(scale).is_integer():
+        return D.dim_op(ctx, "mul", n, int(scale))
     low, high = bounds
     table = torch.tensor([math.floor(k * scale) for k in range(low, high + 1)],
                          dtype=torch.int64)
@@ -123,31 +122,70 @@ def _out_size(ctx, n, scale: float, bounds):
 
 
 def _source(ctx, kind: str, n, m, ratio: float):
-    """ATen's input index of every output position along one dim (int64, (m,)), and for
-    linear the weight of the next input (float32): nearest floor(dst * r) (identity when
-    m == n, dst / 2 when m == 2n), nearest-exact floor((dst + 0.5) * r), linear
-    max((dst + 0.5) * r - 0.5, 0) split into floor and fraction; indices capped at n - 1."""
+    """ATen's input index of every output position along one dim (int64, (m,)) and, for
+    linear and cubic, its fractional offset t (float32): nearest floor(dst * r) (identity
+    when m == n, dst / 2 when m == 2n), nearest-exact floor((dst + 0.5) * r), linear
+    max((dst + 0.5) * r - 0.5, 0), cubic (dst + 0.5) * r - 0.5; indices capped at n - 1
+    and t clamped to [0, 1] (guard_index_and_lambda, UpSample.h)."""
     f32, i64 = torch.float32, torch.int64
     dst = positions(ctx, m)
-    r = torch.tensor(ratio, dtype=f32)
     src = helpers.cast(ctx, dst, f32)
     if kind != "nearest":
-        src = helpers.elementwise(ctx, EW.SUM, src, torch.tensor(0.5, dtype=f32), f32)
-    src = helpers.elementwise(ctx, EW.PROD, src, r, f32)
+        src = helpers.elementwise(ctx, EW.SUM, src, torch.tensor(0.5), f32)
+    src = helpers.elementwise(ctx, EW.PROD, src, torch.tensor(ratio, dtype=f32), f32)
+    if kind in ("linear", "cubic"):
+        src = helpers.elementwise(ctx, EW.SUB, src, torch.tensor(0.5), f32)
     if kind == "linear":
-        src = helpers.elementwise(ctx, EW.SUB, src, torch.tensor(0.5, dtype=f32), f32)
-        src = helpers.elementwise(ctx, EW.MAX, src, torch.tensor(0.0, dtype=f32), f32)
+        src = helpers.elementwise(ctx, EW.MAX, src, torch.tensor(0.0), f32)
     index = helpers.cast(ctx, helpers.unary(ctx, UN.FLOOR, src), i64)
     index = helpers.elementwise(ctx, EW.MIN, index, D.as_dim(ctx, D.dim_op(ctx, "sub", n, 1)),
                                 i64)
     if kind == "nearest":
         index = _nearest_special_cases(ctx, index, dst, n, m)
-    if kind != "linear":
+    if kind in ("nearest", "nearest_exact"):
         return index, None
-    frac = helpers.elementwise(ctx, EW.SUB, src, helpers.cast(ctx, index, f32), f32)
-    frac = helpers.elementwise(ctx, EW.MIN, helpers.elementwise(
-        ctx, EW.MAX, frac, torch.tensor(0.0, dtype=f32), f32), torch.tensor(1.0, dtype=f32), f32)
-    return index, frac
+    t = helpers.elementwise(ctx, EW.SUB, src, helpers.cast(ctx, index, f32), f32)
+    t = helpers.elementwise(ctx, EW.MAX, t, torch.tensor(0.0), f32)
+    return index, helpers.elementwise(ctx, EW.MIN, t, torch.tensor(1.0), f32)
+
+
+def _cubic_weights(ctx, t) -> list:
+    """torch's bicubic weights (A = -0.75) of the taps at index - 1 .. index + 2 for offset
+    t (get_cubic_upsample_coefficients, UpSample.h)."""
+    a, f32 = -0.75, torch.float32
+
+    def poly(x, coefficients):  # Horner: ((c0 x + c1) x + c2) x + c3
+        out = helpers.elementwise(ctx, EW.PROD, x, torch.tensor(coefficients[0]), f32)
+        for k, c in enumerate(coefficients[1:], start=2):
+            out = helpers.elementwise(ctx, EW.SUM, out, torch.tensor(c), f32)
+            if k < len(coefficients):
+                out = helpers.elementwise(ctx, EW.PROD, out, x, f32)
+        return out
+
+    near = (a + 2, -(a + 3), 0.0, 1.0)  # |x| <= 1
+    far = (a, -5 * a, 8 * a, -4 * a)  # 1 < |x| < 2
+    one = torch.tensor(1.0)
+    rest = helpers.elementwise(ctx, EW.SUB, one, t, f32)
+    return [poly(helpers.elementwise(ctx, EW.SUM, t, one, f32), far), poly(t, near),
+            poly(rest, near), poly(helpers.elementwise(ctx, EW.SUM, rest, one, f32), far)]
+
+
+def _taps(ctx, kind: str, n, m, ratio: float) -> list:
+    """(input index, weight or None) per tap of every output position along one dim."""
+    index, t = _source(ctx, kind, n, m, ratio)
+    if t is None:
+        return [(index, None)]
+    last = D.as_dim(ctx, D.dim_op(ctx, "sub", n, 1))
+
+    def shifted(k: int):
+        moved = helpers.elementwise(ctx, EW.SUM, index, torch.tensor(k), torch.int64)
+        moved = helpers.elementwise(ctx, EW.MAX, moved, torch.tensor(0), torch.int64)
+        return helpers.elementwise(ctx, EW.MIN, moved, last, torch.int64)
+
+    if kind == "linear":
+        return [(index, helpers.elementwise(ctx, EW.SUB, torch.tensor(1.0), t, torch.float32)),
+                (shifted(1), t)]
+    return list(zip([shifted(k) for k in (-1, 0, 1, 2)], _cubic_weights(ctx, t)))
 
 
 def _nearest_special_cases(ctx, index, dst, n, m):
@@ -169,29 +207,22 @@ def _nearest_special_cases(ctx, index, dst, n, m):
 
 def _resample(ctx, x, kind: str, sizes: list, ratios: list):
     """Resize the last len(sizes) dims of ``x`` to ``sizes`` by explicit gathers (Note
-    [Resize scales]); a ratio of None leaves its dim alone."""
+    [Resize scales]), one dim after another; a ratio of None leaves its dim alone."""
     rank, dtype = len(x.shape), helpers.dtype_of(x)
-    work = torch.float32 if kind == "linear" else dtype
+    work = dtype if kind in ("nearest", "nearest_exact") else torch.float32
     y = helpers.cast(ctx, x, work)
     for i, (m, ratio) in enumerate(zip(sizes, ratios)):
         if ratio is None:
             continue
         axis = rank - len(sizes) + i
-        n = helpers.dim_size(ctx, y, axis)
-        index, frac = _source(ctx, kind, n, m, ratio)
-        first = ctx.name_layer(ctx.net.add_gather(y, index, axis), "resample").get_output(0)
-        if frac is None:
-            y = first
-            continue
-        after = helpers.elementwise(ctx, EW.SUM, index, torch.tensor(1, dtype=torch.int64),
-                                    torch.int64)
-        after = helpers.elementwise(ctx, EW.MIN, after, D.as_dim(
-            ctx, D.dim_op(ctx, "sub", n, 1)), torch.int64)
-        second = ctx.name_layer(ctx.net.add_gather(y, after, axis), "resample").get_output(0)
-        w1 = helpers.reshape(ctx, frac, [m] + [1] * (rank - axis - 1))
-        w0 = helpers.elementwise(ctx, EW.SUB, torch.tensor(1.0), w1, work)
-        y = helpers.elementwise(ctx, EW.SUM, helpers.elementwise(ctx, EW.PROD, first, w0, work),
-                                helpers.elementwise(ctx, EW.PROD, second, w1, work), work)
+        out = None
+        for index, weight in _taps(ctx, kind, helpers.dim_size(ctx, y, axis), m, ratio):
+            tap = ctx.name_layer(ctx.net.add_gather(y, index, axis), "resample").get_output(0)
+            if weight is not None:
+                weight = helpers.reshape(ctx, weight, [m] + [1] * (rank - axis - 1))
+                tap = helpers.elementwise(ctx, EW.PROD, tap, weight, work)
+            out = tap if out is None else helpers.elementwise(ctx, EW.SUM, out, tap, work)
+        y = out
     return helpers.cast(ctx, y, dtype)
 
 
@@ -224,11 +255,12 @@ def _register(target, kind: str, nd: int):
         rank = len(input.shape)
         scales = _scales({"scale_factors": scale_factors, **scales_dhw}, nd)
         spatial = [helpers.dim_size(ctx, input, d) for d in range(rank - nd, rank)]
-        if not align_corners and any(_inexact(n, sc) for n, sc in zip(spatial, scales)):
+        if any(_inexact(n, sc) for n, sc in zip(spatial, scales)) and output_size is None:
             symbolic = meta(ctx.node.args[0]).shape[rank - nd:]
-            sizes = list(output_size) if output_size is not None else [
-                _out_size(ctx, n, sc, _bounds(sym))
-                for n, sc, sym in zip(spatial, scales, symbolic)]
+            output_size = [_out_size(ctx, n, sc, _bounds(sym))
+                           for n, sc, sym in zip(spatial, scales, symbolic)]
+        if not align_corners and any(_inexact(n, sc) for n, sc in zip(spatial, scales)):
+            sizes = output_size
             ratios = [None if sc is None and n == m else
                       float(torch.tensor(1.0 / sc if sc else n / m, dtype=torch.float32))
                       for n, m, sc in zip(spatial, sizes, scales)]
