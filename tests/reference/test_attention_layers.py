@@ -445,8 +445,6 @@ def _snapshot_of(kind: str) -> NetworkSnapshot:
         TensorInfo("y", (4,), torch.float32)])])
 
 
-@pytest.mark.xfail(strict=True, reason="the executor's error does not yet give "
-                   "attention_ops.unrunnable_reason (the lead wires it into executor.py)")
 @pytest.mark.parametrize("kind", sorted(UNRUNNABLE_KINDS))
 def test_executor_error_gives_the_reason(kind):
     with pytest.raises(NotImplementedError) as error:

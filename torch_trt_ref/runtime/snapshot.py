@@ -5,6 +5,7 @@ read back through the TensorRT API."""
 from __future__ import annotations
 
 import enum
+import operator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,11 +143,12 @@ def take_snapshot(net, weight_sources: dict[str, dict[str, torch.Tensor]]) -> Ne
         spec = REFERENCE_LAYERS.get(kind)
         if spec is not None:
             layer.__class__ = spec.interface
-            for attr in spec.attrs:
+            for attr in spec.attrs:  # a name, or (name, dotted path from the layer)
+                name, path = attr if isinstance(attr, tuple) else (attr, attr)
                 try:
-                    record.attrs[attr] = _plain(getattr(layer, attr))
+                    record.attrs[name] = _plain(operator.attrgetter(path)(layer))
                 except Exception:  # attribute not applicable to this configuration
-                    record.attrs[attr] = None
+                    record.attrs[name] = None
             sources = weight_sources.get(layer.name, {})
             for attr in spec.weights:
                 record.attrs[attr] = _weights(getattr(layer, attr), sources.get(attr))

@@ -9,6 +9,7 @@ import itertools
 import torch
 
 from ..snapshot import LayerRecord, NetworkSnapshot, TensorInfo
+from .layers.attention_ops import unrunnable_reason
 from .plan import Region, Step, plan
 from .registry import REFERENCE_LAYERS
 
@@ -63,9 +64,10 @@ def _call(layer: LayerRecord, values: dict, device: torch.device, **context):
     recurrence's next value before the first iteration, the untaken branch's value."""
     kind = REFERENCE_LAYERS.get(layer.kind)
     if kind is None:
+        why = unrunnable_reason(layer.kind)
         raise NotImplementedError(
             f"the reference executor has no function for TensorRT layer kind {layer.kind} "
-            f"(layer {layer.name})")
+            f"(layer {layer.name})" + (f": {why}" if why else ""))
     args = [values.get(name) if name is not None else None for name in layer.inputs]
     attrs = {k: (v.to(device) if isinstance(v, torch.Tensor) else v)
              for k, v in layer.attrs.items()}

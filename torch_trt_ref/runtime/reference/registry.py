@@ -13,7 +13,7 @@ from ..._trt import trt
 class LayerKind:
     name: str  # e.g. "ELEMENTWISE"
     interface: type  # e.g. trt.IElementWiseLayer, used to read attributes
-    attrs: tuple[str, ...]
+    attrs: tuple[str | tuple[str, str], ...]  # a name, or (name, dotted path)
     weights: tuple[str, ...]
     # run(inputs: list[Tensor | None], **attrs_and_weights) -> tuple[Tensor]. Loop and
     # conditional boundary kinds also take what the executor knows of the iteration or
@@ -25,7 +25,8 @@ class LayerKind:
 REFERENCE_LAYERS: dict[str, LayerKind] = {}
 
 
-def reference_layer(layer_type: str, interface: str, attrs: tuple[str, ...] = (),
+def reference_layer(layer_type: str, interface: str,
+                    attrs: tuple[str | tuple[str, str], ...] = (),
                     weights: tuple[str, ...] = ()):
     """Register the reference function of one TensorRT layer type. ``interface`` is the
     name of the trt class whose properties ``attrs``/``weights`` are read from."""

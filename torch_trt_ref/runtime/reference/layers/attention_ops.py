@@ -8,7 +8,6 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ...._trt import trt
 from ..registry import reference_layer
 
 # Note [IAttention in the layer list]: INetworkDefinition.add_attention_v2 returns an
@@ -18,20 +17,15 @@ from ..registry import reference_layer
 # are None) and its one output already has the attention's shape and dtype; ATTENTION_OUTPUT
 # takes that output and gives the tensor the network uses. So ATTENTION_INPUT computes the
 # whole attention and ATTENTION_OUTPUT passes it on. The settings (norm op, causal kind, ...)
-# live on the IAttention (``layer.attention``), not on either layer, while the snapshot reads
-# attributes of the layer: the boundary layer class gets read-only properties that forward
-# to its IAttention, so the snapshot records them like any other attribute. (IAttention's
-# num_ranks is forwarded as attention_num_ranks: ILayer.num_ranks is another setting.)
+# live on the IAttention (``layer.attention``), not on either layer: the snapshot reads them
+# through dotted paths. (IAttention's num_ranks is recorded as attention_num_ranks:
+# ILayer.num_ranks is another setting.)
 _ATTENTION_SETTINGS = {"norm_op": "norm_op", "causal": "causal", "causal_kind": "causal_kind",
                        "query_form": "query_form", "key_value_form": "key_value_form",
                        "normalization_quantize_to_type": "normalization_quantize_to_type",
                        "attention_num_ranks": "num_ranks"}
-
-_BOUNDARY = getattr(trt, "IAttentionBoundaryLayer", None)
-for _prop, _setting in _ATTENTION_SETTINGS.items() if _BOUNDARY is not None else ():
-    if not hasattr(_BOUNDARY, _prop):
-        setattr(_BOUNDARY, _prop,
-                property(lambda layer, name=_setting: getattr(layer.attention, name)))
+_ATTENTION_ATTRS = tuple((name, f"attention.{setting}")
+                         for name, setting in _ATTENTION_SETTINGS.items())
 
 _FP8_MAX = 448.0  # largest finite float8 e4m3fn value
 
@@ -127,7 +121,7 @@ def _packed_attention(q, k, v, q_lengths, kv_lengths, forms, norm_op, causal_kin
     return torch.cat(outputs)
 
 
-@reference_layer("ATTENTION_INPUT", "IAttentionInputLayer", attrs=tuple(_ATTENTION_SETTINGS))
+@reference_layer("ATTENTION_INPUT", "IAttentionInputLayer", attrs=_ATTENTION_ATTRS)
 def attention_input(inputs, norm_op, causal_kind, query_form, key_value_form,
                     normalization_quantize_to_type, causal=False, attention_num_ranks=1):
     """The whole IAttention (see Note [IAttention in the layer list]):
