@@ -13,15 +13,31 @@ import onnx
 import onnx.numpy_helper
 import torch
 
-from torch_trt_ref.runtime.network import OnnxNetwork, OnnxParseError, parse_onnx
+from torch_trt_ref.runtime.network import (
+    OnnxNetwork,
+    OnnxParseError,
+    _quiet_native_output,
+    parse_onnx,
+)
 from torch_trt_ref.runtime.reference.executor import run_snapshot
-from torch_trt_ref.runtime.reference.layers.quantize_ops import represent, widen
+from torch_trt_ref.runtime.reference.layers.quantize_ops import (
+    RejectedByTensorRT,
+    represent,
+    widen,
+)
 from torch_trt_ref.runtime.snapshot import NetworkSnapshot
 
 # Outcomes of one case. "not parsed" cases are counted (the report lists them) but have
 # no network to run; the pass rate is over the parsed ones.
 PASSED, FAILED, ERROR, NOT_PARSED = "passed", "failed", "error", "not parsed"
-OUTCOMES = (PASSED, FAILED, ERROR, NOT_PARSED)
+# Note [Rejected by TensorRT]: a parsed network TensorRT's builder refuses (a CAST to or
+# from FP8/FP4/INT4, a non-zero quantization zero point) has no engine whose outputs the
+# executor could state. The executor raises RejectedByTensorRT for such a network; the
+# harness then asks the real builder, and the case counts as rejected only when the builder
+# does refuse it (otherwise it is an error of ours). Rejected cases are counted apart, like
+# unparsed ones, and the pass rate is over the cases TensorRT builds.
+REJECTED = "rejected by the builder"
+OUTCOMES = (PASSED, FAILED, ERROR, NOT_PARSED, REJECTED)
 
 # Note [ONNX tolerances]: the tolerances are ONNX's own. Every node TestCase carries
 # rtol=1e-3, atol=1e-7 (onnx/backend/test/case/node/__init__.py, `expect`), and the backend
@@ -178,12 +194,28 @@ def run_case(name: str) -> Outcome:
     outcome = Outcome(name, PASSED, kinds=snapshot.kinds())
     try:
         outcome.reason = _run_and_compare(case, snapshot, outcome.notes) or ""
+    except RejectedByTensorRT as err:
+        if builder_refuses(parsed):
+            outcome.outcome, outcome.reason = REJECTED, _summary(err)
+        else:
+            outcome.outcome = ERROR
+            outcome.reason = f"TensorRT's builder builds it, but the executor says: {err}"
+        return outcome
     except Exception as err:  # any executor failure is this case's outcome
         outcome.outcome, outcome.reason = ERROR, _summary(err)
         return outcome
     if outcome.reason:
         outcome.outcome = FAILED
     return outcome
+
+
+def builder_refuses(parsed) -> bool:
+    """Whether TensorRT's builder refuses to build the parsed network (Note [Rejected by
+    TensorRT])."""
+    config = parsed.builder.create_builder_config()
+    with _quiet_native_output():
+        plan = parsed.builder.build_serialized_network(parsed.network, config)
+    return plan is None
 
 
 def _onnx_input(name: str, position: int, onnx_names: list[str],

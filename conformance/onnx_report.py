@@ -20,7 +20,16 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from .onnx_nodes import NOT_PARSED, OUTCOMES, PASSED, Outcome, cases, run_all, run_case
+from .onnx_nodes import (
+    NOT_PARSED,
+    OUTCOMES,
+    PASSED,
+    REJECTED,
+    Outcome,
+    cases,
+    run_all,
+    run_case,
+)
 
 XFAIL_FILE = Path(__file__).with_name("onnx_xfail.py")
 
@@ -82,17 +91,20 @@ EXPLAINED = {
 
 
 def summarize(outcomes: list[Outcome]) -> dict:
-    """Overall counts (the pass rate is over the parsed cases) and, per TensorRT layer
-    kind, how many parsed networks use it and how many of those pass."""
+    """Overall counts (the pass rate is over the parsed cases TensorRT's builder accepts:
+    Note [Rejected by TensorRT]) and, per TensorRT layer kind, how many parsed networks use
+    it and how many of those pass."""
     counts = {o: sum(x.outcome == o for x in outcomes) for o in OUTCOMES}
     parsed = len(outcomes) - counts[NOT_PARSED]
+    built = parsed - counts[REJECTED]
     kinds: dict[str, dict] = defaultdict(lambda: {"networks": 0, "passed": 0})
     for x in outcomes:
         for kind in x.kinds:
             kinds[kind]["networks"] += 1
             kinds[kind]["passed"] += x.outcome == PASSED
-    return {"cases": len(outcomes), "parsed": parsed, **counts,
-            "pass_rate": round(counts[PASSED] / parsed, 4) if parsed else 0.0,
+    return {"cases": len(outcomes), "parsed": parsed, "built": built, **counts,
+            "pass_rate": round(counts[PASSED] / built, 4) if built else 0.0,
+            "pass_rate_of_parsed": round(counts[PASSED] / parsed, 4) if parsed else 0.0,
             "per_kind": dict(sorted(kinds.items(), key=lambda kv: (kv[1]["passed"]
                                                                    - kv[1]["networks"],
                                                                    kv[0])))}
@@ -100,9 +112,10 @@ def summarize(outcomes: list[Outcome]) -> dict:
 
 def render_text(summary: dict) -> str:
     lines = [f"ONNX node cases: {summary['cases']}, parsed by TensorRT {summary['parsed']}, "
-             f"passed {summary['passed']} ({summary['pass_rate']:.1%} of parsed); "
-             f"failed {summary['failed']}, error {summary['error']}, "
-             f"not parsed {summary['not parsed']}", "",
+             f"refused by its builder {summary[REJECTED]}; passed {summary['passed']} "
+             f"({summary['pass_rate']:.1%} of the {summary['built']} built, "
+             f"{summary['pass_rate_of_parsed']:.1%} of parsed); failed {summary['failed']}, "
+             f"error {summary['error']}, not parsed {summary['not parsed']}", "",
              f"{'layer kind':<22} {'networks':>8} {'passed':>8} {'failing':>8}"]
     for kind, k in summary["per_kind"].items():
         lines.append(f"{kind:<22} {k['networks']:>8} {k['passed']:>8} "
@@ -113,14 +126,16 @@ def render_text(summary: dict) -> str:
 def render_markdown(summary: dict, outcomes: list[Outcome]) -> str:
     lines = ["# Executor conformance: ONNX node cases", "",
              f"{summary['cases']} cases, {summary['parsed']} parsed by TensorRT's ONNX "
-             f"parser, **{summary['passed']} passed ({summary['pass_rate']:.1%} of parsed)**; "
-             f"{summary['failed']} failed, {summary['error']} errors, "
+             f"parser, {summary[REJECTED]} of them refused by TensorRT's builder; "
+             f"**{summary['passed']} passed ({summary['pass_rate']:.1%} of the "
+             f"{summary['built']} TensorRT builds, {summary['pass_rate_of_parsed']:.1%} of "
+             f"parsed)**; {summary['failed']} failed, {summary['error']} errors, "
              f"{summary['not parsed']} not parsed.", "",
              "| layer kind | networks | passed | failing |", "|---|---:|---:|---:|"]
     for kind, k in summary["per_kind"].items():
         lines.append(f"| {kind} | {k['networks']} | {k['passed']} | "
                      f"{k['networks'] - k['passed']} |")
-    failing = [x for x in outcomes if x.outcome not in (PASSED, NOT_PARSED)]
+    failing = [x for x in outcomes if x.outcome not in (PASSED, NOT_PARSED, REJECTED)]
     lines += ["", f"## Failing cases ({len(failing)})", "", "| case | outcome | reason |",
               "|---|---|---|"]
     lines += [f"| {x.name} | {x.outcome} | {_cell(x.reason)} |" for x in failing]
@@ -159,7 +174,8 @@ def write_xfails(outcomes: list[Outcome], path: Path = XFAIL_FILE) -> None:
     """Regenerate the strict-xfail table: every parsed case that does not pass, and the
     number of parsed cases (a floor: fewer means the parser regressed)."""
     failing = {x.name: xfail_reason(x) for x in outcomes
-               if x.outcome not in (PASSED, NOT_PARSED)}
+               if x.outcome not in (PASSED, NOT_PARSED, REJECTED)}
+    rejected = sorted(x.name for x in outcomes if x.outcome == REJECTED)
     parsed = sum(x.outcome != NOT_PARSED for x in outcomes)
     body = "".join(f"    {name!r}:\n        {_literal(reason)},\n"
                    for name, reason in sorted(failing.items()))
@@ -169,7 +185,16 @@ def write_xfails(outcomes: list[Outcome], path: Path = XFAIL_FILE) -> None:
         '`python -m conformance.onnx_report --write-xfails`; do not edit by hand."""\n\n'
         "# ONNX node cases TensorRT's ONNX parser parsed when this file was written\n"
         f"PARSED_AT_LEAST = {parsed}\n\n"
-        f"XFAIL: dict[str, str] = {{\n{body}}}\n")
+        f"XFAIL: dict[str, str] = {{\n{body}}}\n\n"
+        "# Parsed cases TensorRT's builder refuses (Note [Rejected by TensorRT]): their test\n"
+        "# checks that the executor and the builder both refuse them\n"
+        f"REJECTED = {_names(rejected)}\n")
+
+
+def _names(names: list[str]) -> str:
+    if not names:
+        return "()"
+    return "(\n" + "".join(f"    {n!r},\n" for n in names) + ")"
 
 
 def _literal(text: str, width: int = 84) -> str:

@@ -43,186 +43,6 @@ XFAIL: dict[str, str] = {
         ("random: ONNX's expected output is one draw of numpy's generator; TensorRT's "
          'FillOperation.RANDOM_UNIFORM (IFillLayer) draws from its own generator, so no '
          'implementation can reproduce it'),
-    'test_cast_FLOAT16_to_FLOAT4E2M1':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_cast_FLOAT16_to_FLOAT8E4M3FN':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_cast_FLOAT16_to_INT4':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_cast_FLOAT4E2M1_to_FLOAT':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_cast_FLOAT4E2M1_to_FLOAT16':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_cast_FLOAT8E4M3FN_to_FLOAT':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_cast_FLOAT8E4M3FN_to_FLOAT16':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_cast_FLOAT_to_FLOAT4E2M1':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_cast_FLOAT_to_FLOAT8E4M3FN':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_cast_FLOAT_to_INT4':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_cast_INT4_to_FLOAT':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_cast_INT4_to_FLOAT16':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_cast_INT4_to_INT8':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_cast_no_saturate_FLOAT16_to_FLOAT8E4M3FN':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_cast_no_saturate_FLOAT_to_FLOAT8E4M3FN':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT16_to_FLOAT4E2M1':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT16_to_FLOAT4E2M1_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT16_to_FLOAT8E4M3FN':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT16_to_FLOAT8E4M3FN_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT16_to_INT4':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT16_to_INT4_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT4E2M1_to_FLOAT':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT4E2M1_to_FLOAT16':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT4E2M1_to_FLOAT16_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT4E2M1_to_FLOAT_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT8E4M3FN_to_FLOAT':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT8E4M3FN_to_FLOAT16':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT8E4M3FN_to_FLOAT16_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT8E4M3FN_to_FLOAT_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT_to_FLOAT4E2M1':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT_to_FLOAT4E2M1_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT_to_FLOAT8E4M3FN':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT_to_FLOAT8E4M3FN_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT_to_INT4':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_FLOAT_to_INT4_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_INT4_to_FLOAT':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_INT4_to_FLOAT16':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_INT4_to_FLOAT16_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_INT4_to_FLOAT_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_INT4_to_INT8':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_INT4_to_INT8_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to INT4: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FN':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FN_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FN':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
-    'test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FN_expanded':
-        ("error: RejectedByTensorRT: TensorRT's builder rejects a CAST from or to FP8: only "
-         'quantize/dequantize layers convert to and from low-precision types (Note '
-         '[Low-precision cast])'),
     'test_gru_batchwise':
         ("TensorRT's ONNX parser ignores layout=1 (X is [batch, seq, input]): its loop "
          'iterates X over axis 0 as the sequence, carrying the state from one batch entry to '
@@ -240,18 +60,6 @@ XFAIL: dict[str, str] = {
         ('row order: TensorRT\'s INMSLayer sorts a batch item\'s boxes "by their scores without '
          'regard to class" (NvInfer.h, class INMSLayer), so the selected rows of two classes '
          "interleave by score; ONNX's expected output lists class 0's rows, then class 1's"),
-    'test_quantizelinear':
-        ('error: RejectedByTensorRT: TensorRT supports symmetric quantization only: the zero '
-         'point must be all zeros, got [128]'),
-    'test_quantizelinear_axis':
-        ('error: RejectedByTensorRT: TensorRT supports symmetric quantization only: the zero '
-         'point must be all zeros, got [84, 24, 196]'),
-    'test_quantizelinear_blocked_asymmetric':
-        ('error: RejectedByTensorRT: TensorRT supports symmetric quantization only: the zero '
-         'point must be all zeros, got [0, 1, 1, 0, 2, 3]'),
-    'test_quantizelinear_int4':
-        ('error: RejectedByTensorRT: TensorRT supports symmetric quantization only: the zero '
-         'point must be all zeros, got [1, 1, 1]'),
     'test_simple_rnn_batchwise':
         ("TensorRT's ONNX parser ignores layout=1 (X is [batch, seq, input]): its loop "
          'iterates X over axis 0 as the sequence, carrying the state from one batch entry to '
@@ -284,3 +92,57 @@ XFAIL: dict[str, str] = {
         ("TensorRT's ONNX parser reads a Trilu without an `upper` attribute as upper=0 (it "
          'builds the same network as for tril); ONNX\'s Trilu-14: `upper` "Default is true"'),
 }
+
+# Parsed cases TensorRT's builder refuses (Note [Rejected by TensorRT]): their test
+# checks that the executor and the builder both refuse them
+REJECTED = (
+    'test_cast_FLOAT16_to_FLOAT4E2M1',
+    'test_cast_FLOAT16_to_FLOAT8E4M3FN',
+    'test_cast_FLOAT16_to_INT4',
+    'test_cast_FLOAT4E2M1_to_FLOAT',
+    'test_cast_FLOAT4E2M1_to_FLOAT16',
+    'test_cast_FLOAT8E4M3FN_to_FLOAT',
+    'test_cast_FLOAT8E4M3FN_to_FLOAT16',
+    'test_cast_FLOAT_to_FLOAT4E2M1',
+    'test_cast_FLOAT_to_FLOAT8E4M3FN',
+    'test_cast_FLOAT_to_INT4',
+    'test_cast_INT4_to_FLOAT',
+    'test_cast_INT4_to_FLOAT16',
+    'test_cast_INT4_to_INT8',
+    'test_cast_no_saturate_FLOAT16_to_FLOAT8E4M3FN',
+    'test_cast_no_saturate_FLOAT_to_FLOAT8E4M3FN',
+    'test_castlike_FLOAT16_to_FLOAT4E2M1',
+    'test_castlike_FLOAT16_to_FLOAT4E2M1_expanded',
+    'test_castlike_FLOAT16_to_FLOAT8E4M3FN',
+    'test_castlike_FLOAT16_to_FLOAT8E4M3FN_expanded',
+    'test_castlike_FLOAT16_to_INT4',
+    'test_castlike_FLOAT16_to_INT4_expanded',
+    'test_castlike_FLOAT4E2M1_to_FLOAT',
+    'test_castlike_FLOAT4E2M1_to_FLOAT16',
+    'test_castlike_FLOAT4E2M1_to_FLOAT16_expanded',
+    'test_castlike_FLOAT4E2M1_to_FLOAT_expanded',
+    'test_castlike_FLOAT8E4M3FN_to_FLOAT',
+    'test_castlike_FLOAT8E4M3FN_to_FLOAT16',
+    'test_castlike_FLOAT8E4M3FN_to_FLOAT16_expanded',
+    'test_castlike_FLOAT8E4M3FN_to_FLOAT_expanded',
+    'test_castlike_FLOAT_to_FLOAT4E2M1',
+    'test_castlike_FLOAT_to_FLOAT4E2M1_expanded',
+    'test_castlike_FLOAT_to_FLOAT8E4M3FN',
+    'test_castlike_FLOAT_to_FLOAT8E4M3FN_expanded',
+    'test_castlike_FLOAT_to_INT4',
+    'test_castlike_FLOAT_to_INT4_expanded',
+    'test_castlike_INT4_to_FLOAT',
+    'test_castlike_INT4_to_FLOAT16',
+    'test_castlike_INT4_to_FLOAT16_expanded',
+    'test_castlike_INT4_to_FLOAT_expanded',
+    'test_castlike_INT4_to_INT8',
+    'test_castlike_INT4_to_INT8_expanded',
+    'test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FN',
+    'test_castlike_no_saturate_FLOAT16_to_FLOAT8E4M3FN_expanded',
+    'test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FN',
+    'test_castlike_no_saturate_FLOAT_to_FLOAT8E4M3FN_expanded',
+    'test_quantizelinear',
+    'test_quantizelinear_axis',
+    'test_quantizelinear_blocked_asymmetric',
+    'test_quantizelinear_int4',
+)
