@@ -54,9 +54,12 @@ def global_segments(units: UnitGraph, min_block_size: int = 1,
        segment may be closed only at >= min_block_size. A step's cost depends only on the
        state, so the best cost per state is exact (every plan is a path, every path a
        plan). Branch and bound: the best of the fast, dependency-aware, other-start and
-       linear plans that respect the floor is the incumbent, and a state whose cost so far
-       (engines and transitions only grow; every convertible unit not yet placed counted
-       as covered) is no better is dropped. States number at most downsets x 2 x
+       linear plans that respect the floor is the incumbent, and a state is dropped when
+       a lower bound of its final cost is no better: engines so far plus the most blocks
+       of TensorRT-only units separated by PyTorch-only ones along a path ahead
+       (``_engines_ahead``); transitions so far plus the most changes between units of one
+       possible target along a path ahead (``_changes_ahead``); every convertible unit
+       not yet placed counted as covered. States number at most downsets x 2 x
        (min_block_size + 1): linear in a chain, exponential in the graph's width.
     3. Past ``budget`` states the incumbent is returned unproven.
 
@@ -168,6 +171,7 @@ def _exact_plan(units: UnitGraph, m: int, floor: set[int], budget: int,
     ready_of = {0: tuple(u for u in range(n) if not units.deps[u])}
     convertible = [weight[u] if units.targets[u] == TENSORRT else 0 for u in range(n)]
     left_of = {0: sum(convertible)}  # convertible compute nodes not yet placed
+    blocks, turns = _engines_ahead(units, choices), _changes_ahead(units, choices)
     # state (placed, target, size) -> (cost, previous state, unit, target)
     layer = {(0, None, 0): ((0, 0, 0), None, -1, None)}
     layers, created = [layer], 1
@@ -185,7 +189,11 @@ def _exact_plan(units: UnitGraph, m: int, floor: set[int], budget: int,
                     if step is None:
                         continue
                     new_cost, new_size = step
-                    if (*new_cost[:2], new_cost[2] - left_of[after]) >= incumbent:
+                    side = target != TENSORRT
+                    ready = ready_of[after]
+                    if (new_cost[0] + max((blocks[side][r] for r in ready), default=0),
+                            new_cost[1] + max((turns[side][r] for r in ready), default=0),
+                            new_cost[2] - left_of[after]) >= incumbent:
                         continue  # bound: cannot beat the incumbent
                     key = (after, target, new_size)
                     old = nxt.get(key)
@@ -201,6 +209,44 @@ def _exact_plan(units: UnitGraph, m: int, floor: set[int], budget: int,
     if not final or min(final)[0] >= incumbent:
         return "incumbent"
     return _runs(layers, min(final)[1])
+
+
+def _engines_ahead(units: UnitGraph, choices) -> tuple[list[int], list[int]]:
+    """Lower bounds on the engines a unit and its descendants still need: per unit, the
+    most blocks of TensorRT-only units along one path from it, where a PyTorch-only unit
+    between two of them starts a new block (the two cannot share an engine: the PyTorch
+    unit's segment lies between theirs). Index [0]: the path continues an open TensorRT
+    segment (its first block may join it); [1]: it does not. O(N + E)."""
+    n = len(units)
+    joined, fresh = [0] * n, [0] * n
+    for u in reversed(range(n)):
+        after_joined = max((joined[v] for v in units.users[u]), default=0)
+        after_fresh = max((fresh[v] for v in units.users[u]), default=0)
+        if choices[u] == (TENSORRT,):
+            joined[u], fresh[u] = after_joined, 1 + after_joined
+        elif choices[u] == (TORCH,):
+            joined[u] = fresh[u] = after_fresh
+        else:
+            joined[u], fresh[u] = after_joined, after_fresh
+    return joined, fresh
+
+
+def _changes_ahead(units: UnitGraph, choices) -> tuple[list[int], list[int]]:
+    """Lower bounds on the transitions still ahead: per unit, the most target changes
+    along one path from it among units with one possible target, starting from an open
+    TensorRT segment ([0]) or an open PyTorch one ([1]). O(N + E)."""
+    n = len(units)
+    from_trt, from_torch = [0] * n, [0] * n
+    for u in reversed(range(n)):
+        then_trt = max((from_trt[v] for v in units.users[u]), default=0)
+        then_torch = max((from_torch[v] for v in units.users[u]), default=0)
+        if choices[u] == (TENSORRT,):
+            from_trt[u], from_torch[u] = then_trt, 1 + then_trt
+        elif choices[u] == (TORCH,):
+            from_trt[u], from_torch[u] = 1 + then_torch, then_torch
+        else:
+            from_trt[u], from_torch[u] = then_trt, then_torch
+    return from_trt, from_torch
 
 
 def _moves(ready: tuple[int, ...], open_target: str | None, choices) -> tuple[int, ...]:
