@@ -48,23 +48,30 @@ CASES = [
 # torch_trt_ref/conversion/args.py): a bare int, a one-element list (ATen repeats it over
 # every spatial dim) and a full list; the dynamic variant varies batch and spatial dims.
 SPELLINGS = {"int": lambda v, nd: v, "one": lambda v, nd: [v], "full": lambda v, nd: [v] * nd}
+# stride as an int (F.conv*d expands it to a full list), padding and output_padding as
+# one-element lists, dilation as a full list: reached the converter as [s, s], [p], [d, d]
+MIXED = {"stride": "int", "padding": "one", "output_padding": "one", "dilation": "full"}
 _FORWARD = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 _TRANSPOSED = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
 _SPATIAL = (9, 8, 7)  # >= 6 at the minimum: torch export guards on output size 1
 
 
 def _spelled(nd: int, transposed: bool, spelling: str) -> Case:
-    s = lambda v: SPELLINGS[spelling](v, nd)  # noqa: E731
+    def s(name, v):
+        return SPELLINGS[MIXED[name] if spelling == "mixed" else spelling](v, nd)
+
     x = T((2, 4) + _SPATIAL[:nd], dynamic=(0,) + tuple(range(2, nd + 2)))
     if transposed:  # strided and dilated at once is not supported by TensorRT-RTX
-        args = (x, W((4, 3) + (3,) * nd), W((3,)), s(2), s(1), s(1), 1, s(1))
+        args = (x, W((4, 3) + (3,) * nd), W((3,)), s("stride", 2), s("padding", 1),
+                s("output_padding", 1), 1, s("dilation", 1))
         fn, kind = _TRANSPOSED[nd], "transposed"
     else:
-        args = (x, W((3, 4) + (3,) * nd), W((3,)), s(2), s(1), s(2))
+        args = (x, W((3, 4) + (3,) * nd), W((3,)), s("stride", 2), s("padding", 1),
+                s("dilation", 2))
         fn, kind = _FORWARD[nd], "conv"
     return Case(fn, args, name=f"{kind}{nd}d_{spelling}", check_op=conv,
                 dtypes=(torch.float32,))
 
 
 CASES += [_spelled(nd, transposed, spelling) for nd in (1, 2, 3) for transposed in
-          (False, True) for spelling in SPELLINGS]
+          (False, True) for spelling in list(SPELLINGS) + ["mixed"]]
