@@ -81,7 +81,8 @@ def partition(gm: GraphModule, settings: CompilationSettings,
     under require_full_compilation, where the graph is fully supported); adjacent
     segments of one target merge; resource partitioning when enabled; a TensorRT segment
     that would pass a non-tensor across its boundary rejects the offending node and the
-    plan is redone. Cost: O(N + E) for every strategy (see docs/partitioning.md)."""
+    plan is redone. Cost: O(N + E) for every strategy but global, whose exact search is
+    bounded by ``global_partition.STATE_BUDGET`` states (see docs/partitioning.md)."""
     with _gc_paused():
         return _partition(gm, settings, registry, STRATEGIES[strategy or settings.partitioner])
 

@@ -72,7 +72,7 @@ def fast_segments(units: UnitGraph) -> list[Segment]:
     Assumptions: two targets. The phase closure moves independent nodes across a boundary
     (seed 000's lgamma graph: 4 segments where the linear traversal makes 7). The plan has
     the fewest segments among plans starting with the chosen target; the start rule can
-    cost one segment against the optimum (the global strategy tries both starts).
+    cost one segment against the optimum (global tries both starts).
 
     Complexity: O(N + E) time and memory."""
     return greedy_phases(units, alternate(fast_start(units)))
