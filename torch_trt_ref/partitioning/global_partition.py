@@ -12,7 +12,7 @@ from .rules import apply_min_block_size, merge_adjacent
 from .units import UnitGraph
 
 # Search states (downset, open target, open engine size) the exact search may create before
-# it gives up; about 1 s of CPU on the development machine.
+# it gives up; 1-3 s of CPU on the (loaded) development machine.
 STATE_BUDGET = 100_000
 
 Objective = tuple[int, int, int]  # (engines, transitions, -compute nodes in TensorRT)
