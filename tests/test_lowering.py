@@ -55,9 +55,37 @@ def test_registered_decomposition_is_used_and_can_be_disabled():
         return x * torch.clamp(x + 3, 0, 6) / 6
 
     assert registry == {aten.hardswish.default: hardswish}
-    assert aten.linear.default in table_before  # ours, from the default registry
-    off = decomposition_table(CompilationSettings(disabled_decompositions=["aten::linear"]))
-    assert aten.linear.default not in off
+    assert aten.batch_norm.default in table_before  # ours, from the default registry
+    off = decomposition_table(CompilationSettings(disabled_decompositions=["aten::batch_norm"]))
+    assert aten.batch_norm.default not in off
+    # a kept op (KEEP) is decomposed when enabled, by torch's decomposition; the op looked
+    # up afterwards is still the same object (enabling once re-created torch's packet)
+    gelu = aten.gelu.default
+    assert gelu not in table_before
+    on = decomposition_table(CompilationSettings(enabled_decompositions=["aten.gelu"]))
+    assert gelu in on and aten.gelu.default is gelu
+
+
+def test_forcing_add_to_pytorch_does_not_split_linear_layers():
+    """torch_executed_ops forces the user's adds, not bias or mask adds of our lowering
+    (Note [Composites kept whole]): linear and sdpa stay whole."""
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.q, self.out = torch.nn.Linear(4, 8), torch.nn.Linear(8, 4)
+
+        def forward(self, x, mask):
+            q = self.q(x)
+            return self.out(torch.nn.functional.scaled_dot_product_attention(q, q, q, mask))
+
+    model, x = Block().eval(), torch.randn(2, 3, 4)
+    mask = torch.randn(2, 3, 3)
+    gm = lower_program(capture(model, (x, mask)), CompilationSettings())
+    assert _ops(gm).count("aten.addmm.default") == 2  # the bias inside the product
+    assert "aten.scaled_dot_product_attention.default" in _ops(gm)
+    assert "aten.add.Tensor" not in _ops(gm)
+    torch.testing.assert_close(gm(x, mask), model(x, mask))
 
 
 def test_fold_constants_evaluates_weight_only_subgraphs():
@@ -91,7 +119,15 @@ def test_precision_pass_casts_weights_and_inputs_and_restores_output_dtype():
 
 
 def test_fold_constants_keeps_a_transposed_weight_as_a_view_of_the_parameter():
-    lin = torch.nn.Linear(4, 3)
+    class Transposed(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.randn(3, 4))
+
+        def forward(self, x):
+            return x @ self.weight.t()
+
+    lin = Transposed()
     x = torch.randn(2, 4)
     gm = lower_program(capture(lin, (x,)), CompilationSettings())
     folded = [n for n in gm.graph.nodes if n.op == "get_attr" and n.target.startswith("_folded")]

@@ -1,11 +1,12 @@
 """Neural-network converters beyond single-op numerics: convolution weights shared with the
 model and recorded for refit, and validator reasons that send unsupported variants (pooling
-indices, unsupported resize scales) to PyTorch."""
+indices) to PyTorch, and fractional resize scales converted."""
 
 import torch
 import torch.nn.functional as F
 
 import torch_trt_ref
+from torch_trt_ref.accuracy import judge
 from torch_trt_ref.runtime.module import EngineModule
 
 
@@ -60,7 +61,9 @@ def test_max_pool_indices_output_stays_in_pytorch():
     assert torch.allclose(values, expected_values + 1)
 
 
-def test_fractional_upsample_scale_stays_in_pytorch():
+def test_fractional_upsample_scale_converts():
+    """A fractional scale factor (output floor(5 * 1.5) = 7, sampled at ATen's 1/scale
+    positions) converts since issue 16 instead of falling back."""
     class Up(torch.nn.Module):
         def forward(self, x):
             return F.interpolate(x, scale_factor=1.5, mode="bilinear") + 1
@@ -69,5 +72,7 @@ def test_fractional_upsample_scale_stays_in_pytorch():
     # An ExportedProgram keeps upsample_bilinear2d.vec whole, so its validator decides.
     program = torch.export.export(Up(), (x,))
     compiled = torch_trt_ref.compile(program, (x,), executor="reference", min_block_size=1)
-    assert "fractional output size" in _reasons(compiled)
-    assert torch.allclose(compiled(x), Up()(x), atol=1e-5)
+    assert "fractional output size" not in _reasons(compiled)
+    assert not compiled.compile_report.fallbacks
+    expected64 = F.interpolate(x.double(), scale_factor=1.5, mode="bilinear") + 1
+    assert judge(compiled(x), Up()(x), expected64).passed

@@ -117,6 +117,18 @@ def list_command(args: argparse.Namespace) -> int:
     return 0
 
 
+def anchors_command(args: argparse.Namespace) -> int:
+    from .partition_anchor import markdown, measure
+
+    print("Partition anchor: engines and transitions per strategy, min_block_size=5 "
+          "(partition only)", file=sys.stderr)
+    table = markdown(measure(args.models, lambda line: print(line, file=sys.stderr)))
+    if args.markdown:
+        Path(args.markdown).write_text(table + "\n")
+    print(table)
+    return 0
+
+
 def add_subcommands(subparsers) -> None:
     """Register ``zoo`` with its ``run``, ``report``, ``compare`` and ``list`` commands on an
     argparse subparsers object; each sets ``func(args) -> exit code``."""
@@ -155,6 +167,12 @@ def add_subcommands(subparsers) -> None:
     run.add_argument("--fail-on-error", action="store_true",
                      help="exit 1 when any cell failed (default: failures are data)")
     run.set_defaults(func=run_command)
+
+    anc = sub.add_parser("anchors", help="partition anchor table: engines and transitions "
+                         "per strategy and forced op beside Torch-TensorRT's (no engine built)")
+    anc.add_argument("--models", nargs="+", help="subset of the anchor models")
+    anc.add_argument("--markdown", help="also write the table here")
+    anc.set_defaults(func=anchors_command)
 
     rep = sub.add_parser("report", help="markdown/HTML report of JSON-lines records")
     rep.add_argument("records", nargs="+")

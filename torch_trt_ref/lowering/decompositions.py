@@ -34,7 +34,17 @@ def register_decomposition(*ops, registry: dict | None = None):
 
 # Ops we keep whole although torch would decompose them: a converter exists and the
 # decomposition would be slower or less precise in TensorRT.
+# Note [Composites kept whole]: a linear layer's bias and an attention's mask stay inside
+# the op a converter builds whole, as in Torch-TensorRT: linear becomes addmm (its bias in
+# the matrix product; 3-D inputs are flattened around it) and scaled_dot_product_attention
+# is kept. Decomposed into mm + add.Tensor and matmul/softmax + add.Tensor, they gave
+# torch_executed_ops={"aten.add.Tensor"} nodes the user never wrote, cutting every
+# projection and attention of a transformer in two (BERT-base, min_block_size 5: 37
+# TensorRT segments, Torch-TensorRT 25): forcing an op to PyTorch forces the user's op,
+# not an artifact of our lowering. (linear is not kept as one node: min_block_size counts
+# nodes, and a feed-forward block of five nodes would fall to PyTorch.)
 KEEP = {aten.native_layer_norm.default, aten.gelu.default,
+        aten.scaled_dot_product_attention.default,
         # one IResizeLayer instead of index arithmetic and gathers
         aten.upsample_nearest1d.vec, aten.upsample_nearest3d.vec,
         aten._upsample_nearest_exact1d.vec, aten._upsample_nearest_exact2d.vec,
@@ -65,19 +75,29 @@ def _table(enabled: frozenset, disabled: frozenset, ours: frozenset) -> dict:
         if op in KEEP or matches_op(op, disabled):
             del table[op]
     if enabled:
-        extra = [getattr(torch.ops, n.split(".")[0]).__getattr__(n.split(".")[1])
+        # getattr, not __getattr__: calling the namespace's __getattr__ directly makes a
+        # new OpOverloadPacket and replaces torch's, so every OpOverload looked up later
+        # (keys of this table, torch's own tables) is a different object.
+        extra = [getattr(getattr(torch.ops, n.split(".")[0]), n.split(".")[1])
                  for n in enabled]
         table.update(get_decompositions(extra))
     for op, fn in ours:
-        if not matches_op(op, disabled):
+        if not matches_op(op, disabled) and (op not in KEEP or matches_op(op, enabled)):
             table[op] = fn
     return table
 
 
 @register_decomposition(aten.linear.default)
 def linear(x, weight, bias=None):
-    out = torch.matmul(x, weight.t())
-    return out if bias is None else out + bias
+    """x @ weight^T, the bias inside addmm (Note [Composites kept whole]). Without a bias,
+    matmul of the transposed weight (split_tied_embeddings reads that form)."""
+    if bias is None or x.dim() < 2:
+        out = torch.matmul(x, weight.t())
+        return out if bias is None else out + bias
+    if x.dim() == 2:
+        return aten.addmm.default(bias, x, weight.t())
+    out = aten.addmm.default(bias, x.reshape(-1, x.shape[-1]), weight.t())
+    return out.view(*x.shape[:-1], weight.shape[0])
 
 
 class NotLocallyLowerable(Exception):
