@@ -12,7 +12,7 @@ import torch_trt_ref as ttr
 from torch_trt_ref.partitioning import check_node, partition
 from torch_trt_ref.partitioning.capability import is_compute_node
 from torch_trt_ref.partitioning.driver import unit_graph
-from torch_trt_ref.partitioning.global_partition import objective
+from torch_trt_ref.partitioning.global_partition import _exact_plan, objective
 
 from .graphs import KINDS
 from .graphs import build as build_graph
@@ -115,6 +115,31 @@ def test_global_equals_brute_force_optimum(ops, knob):
     optimum = brute_force(units, s.min_block_size, default_floor(units, fast))
     assert objective(result.segments) == optimum
     assert default_floor(units, fast) <= default_floor(units, result)
+
+
+@SLOW
+@given(ops=small_graphs, knob=knobs)
+def test_exact_search_alone_equals_brute_force_optimum(ops, knob):
+    """The search with other incumbents than the strategies' plans (on most small graphs
+    the best of them is already optimal, so global's result alone would not show a wrong
+    search): one no plan is worse than, and one just worse than the optimum, which
+    bounds that overestimate would prune below. Both times the search must find the
+    optimum itself."""
+    gm, s = _setup(ops, knob)
+    fast = partition(gm, s, REGISTRY, strategy="fast")
+    assume(_no_boundary_redo(gm, s, fast))
+    units = _units(gm, s)
+    floor = default_floor(units, fast)
+    optimum = brute_force(units, s.min_block_size, floor)
+    n = len(units)
+    for incumbent in ((n + 1, 2 * n + 1, 1), (*optimum[:2], optimum[2] + 1)):
+        plan = _exact_plan(units, s.min_block_size, floor, 10**6, incumbent)
+        assert plan not in (None, "incumbent"), (incumbent, optimum)
+        segments = [units.segment(target, members) for target, members in plan]
+        for seg in segments:
+            if seg.target == T:
+                assert sum(map(is_compute_node, seg.nodes)) >= s.min_block_size
+        assert objective(segments) == optimum
 
 
 @SLOW
