@@ -1,14 +1,10 @@
 """Coverage against Torch-TensorRT 2.14: every target they convert has a converter here or a
 recorded reason it cannot run without a GPU or a plugin (conformance/coverage.py)."""
 
-import pytest
 
 from .coverage import NOT_HERE, coverage, covered, our_targets
 
 
-@pytest.mark.xfail(strict=True, reason="the pooling and batch-norm targets (adaptive_avg_pool"
-                   "1d/2d/3d, avg_pool1d, max_pool1d/2d/3d, batch_norm, native_batch_norm) "
-                   "are issue 16's conv/pool/norm part, not converted yet")
 def test_every_unconverted_target_has_a_reason():
     _, missing = coverage()
     unexplained = sorted(t for t, why in missing.items() if why is None)

@@ -103,3 +103,35 @@ CASES = [
          xfail={torch.float32: "the lowering removes detach (remove_noops), an inference "
                                "no-op; the identity converter serves graphs that keep it"}),
 ]
+
+# Pooling and batch norm under their composite names (Torch-TensorRT converts them whole;
+# the default lowering turns max_pool2d into max_pool2d_with_indices, avg_pool1d into
+# avg_pool2d, adaptive_avg_pool2d into _adaptive_avg_pool2d, batch_norm into its legit
+# variants).
+_running = dict(low=0.5, high=2.0)
+CASES += [
+    Case(aten.max_pool1d.default, (T((2, 3, 9)), [3], [2], [1]), settings=keep("aten.max_pool1d"),
+         dtypes=F32),
+    Case(aten.max_pool2d.default, (T((2, 3, 9, 8)), [3, 3], [2, 2], [1, 1]),
+         settings=keep("aten.max_pool2d"), dtypes=F32),
+    Case(aten.max_pool3d.default, (T((1, 2, 7, 6, 5)), [2, 2, 2], [2, 2, 2]),
+         settings=keep("aten.max_pool3d"), dtypes=F32),
+    Case(aten.avg_pool1d.default, (T((2, 3, 9)), [3], [2], [1]), settings=keep("aten.avg_pool1d"),
+         dtypes=F32),
+    Case(aten.adaptive_avg_pool1d.default, (T((2, 3, 9)), [3]),
+         settings=keep("aten.adaptive_avg_pool1d"), dtypes=F32),
+    Case(aten.adaptive_avg_pool2d.default, (T((2, 3, 8, 6)), [4, 3]),
+         settings=keep("aten.adaptive_avg_pool2d"), dtypes=F32),
+    Case(aten.adaptive_avg_pool3d.default, (T((1, 2, 4, 6, 4)), [2, 3, 2]),
+         settings=keep("aten.adaptive_avg_pool3d"), dtypes=F32),
+    Case(aten.batch_norm.default, (T((2, 3, 5, 4)), W((3,)), W((3,)), W((3,)),
+                                   W((3,), **_running), False, 0.1, 1e-5, False),
+         settings=keep("aten.batch_norm"), dtypes=F32,
+         xfail={torch.float32: "torch.export cannot keep batch_norm (a CompositeImplicitAutograd "
+                               "op it always decomposes); the converter serves graphs built "
+                               "by hand"}),
+    Case(lambda *a: aten.native_batch_norm.default(*a)[0],
+         (T((2, 3, 5, 4)), W((3,)), W((3,)), W((3,)), W((3,), **_running), False, 0.1, 1e-5),
+         check_op=aten.native_batch_norm.default, name="eval",
+         settings=keep("aten.native_batch_norm"), dtypes=F32),
+]

@@ -11,7 +11,14 @@ from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED, UN
 from ..registry import converter
-from ._nn_common import channel_itensor, extra_outputs_used, float_only, meta, reshape_like
+from ._nn_common import (
+    channel_itensor,
+    extra_outputs_used,
+    float_only,
+    meta,
+    node_args,
+    reshape_like,
+)
 
 aten = torch.ops.aten
 _TORCH_EW = {EW.SUM: torch.add, EW.SUB: torch.sub, EW.PROD: torch.mul, EW.DIV: torch.div}
@@ -75,6 +82,32 @@ def batch_norm_inference(ctx, input, weight, bias, running_mean, running_var, mo
     out = helpers.elementwise(ctx, EW.SUM, scaled, channel_itensor(ctx, shift, rank, dtype),
                               dtype)
     return out, None, None
+
+
+def _eval_bn_validator(node, settings) -> Optional[str]:
+    args = node_args(node)
+    if args["training"]:
+        return "batch norm in training mode (batch statistics that update the running ones)"
+    if args["running_mean"] is None or args["running_var"] is None:
+        return "batch norm without running statistics"
+    return _bn_validator(node, settings)
+
+
+@converter(aten.native_batch_norm.default, validator=_eval_bn_validator, dynamic=True)
+def native_batch_norm(ctx, input, weight, bias, running_mean, running_var, training, momentum,
+                      eps):
+    """Eval mode (training=False): the running statistics, as
+    ``_native_batch_norm_legit_no_training``; the saved mean/invstd outputs are unsupported."""
+    return batch_norm_inference(ctx, input, weight, bias, running_mean, running_var, momentum,
+                                eps)
+
+
+@converter(aten.batch_norm.default, validator=_eval_bn_validator, dynamic=True)
+def batch_norm(ctx, input, weight, bias, running_mean, running_var, training, momentum, eps,
+               cudnn_enabled):
+    """The composite batch_norm, kept with disabled_decompositions (eval mode)."""
+    return batch_norm_inference(ctx, input, weight, bias, running_mean, running_var, momentum,
+                                eps)[0]
 
 
 def _normalize(ctx, x, scale, bias, axes: int, eps: float):

@@ -99,13 +99,13 @@ def _avg_mode(args: dict, spatial, nd: int):
         return "ceil_mode windows past the padding with count_include_pad are not supported"
     exclude = not args["count_include_pad"] or overflow
     scale = 1.0
-    if args["divisor_override"]:
+    if args.get("divisor_override"):  # (avg_pool1d has none)
         if exclude and (has_pad or overflow):
             return "divisor_override with excluded padding is not supported"
         area = 1
         for k in kernel:
             area *= k
-        scale = area / args["divisor_override"]
+        scale = area / args.get("divisor_override")
     return exclude, extra, scale
 
 
@@ -121,8 +121,14 @@ def _avg_validator(nd: int):
 
 
 def _pool(ctx, x, kind, kernel, stride, pre, post, exclude_padding=False):
-    """IPoolingLayer over the last len(kernel) dims; an unbatched input gets a unit batch."""
+    """IPoolingLayer over the last len(kernel) dims; an unbatched input gets a unit batch.
+    TensorRT pools over 2 or 3 dims: a 1-d pool is a 2-d one over (1, L)."""
     nd = len(kernel)
+    if nd == 1:
+        lifted = helpers.unsqueeze(ctx, x, len(x.shape) - 1)
+        out = _pool(ctx, lifted, kind, [1, *kernel], [1, *stride], [0, *pre], [0, *post],
+                    exclude_padding)
+        return drop_dim(ctx, out, len(out.shape) - 2)
     unbatched = len(x.shape) == nd + 1
     if unbatched:
         x = add_leading_one(ctx, x)
@@ -136,14 +142,17 @@ def _pool(ctx, x, kind, kernel, stride, pre, post, exclude_padding=False):
     return drop_dim(ctx, out, 0) if unbatched else out
 
 
-def _register_max(target, nd: int):
+def _register_max(target, nd: int, with_indices: bool = True):
+    """``max_pool{n}d_with_indices`` (values, indices unsupported) or the composite
+    ``max_pool{n}d`` (values only), kept when the user disables its decomposition."""
     @converter(target, validator=_max_validator(nd), dynamic=True, family="pooling")
     def max_pool(ctx, input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
         args = {"kernel_size": kernel_size, "stride": stride, "padding": padding}
         kernel, stride, padding = _geometry(args, nd)
         extra = _ceil_extra(input.shape[-nd:], kernel, stride, padding, ceil_mode)
         post = [p + e for p, e in zip(padding, extra)]
-        return _pool(ctx, input, POOL.MAX, kernel, stride, padding, post), None
+        out = _pool(ctx, input, POOL.MAX, kernel, stride, padding, post)
+        return (out, None) if with_indices else out
 
 
 def _register_avg(target, nd: int):
@@ -166,6 +175,13 @@ _register_max(aten.max_pool2d_with_indices.default, 2)
 _register_max(aten.max_pool3d_with_indices.default, 3)
 _register_avg(aten.avg_pool2d.default, 2)
 _register_avg(aten.avg_pool3d.default, 3)
+# Composites the default lowering decomposes (max_pool2d -> max_pool2d_with_indices,
+# avg_pool1d -> avg_pool2d, ...): these serve graphs that keep them
+# (disabled_decompositions), as Torch-TensorRT converts them.
+for _nd, _target in enumerate((aten.max_pool1d.default, aten.max_pool2d.default,
+                               aten.max_pool3d.default), start=1):
+    _register_max(_target, _nd, with_indices=False)
+_register_avg(aten.avg_pool1d.default, 1)
 
 
 # ---------------------------------------------------------------------------------------
@@ -283,6 +299,9 @@ def _register_adaptive(target, nd: int, average: bool):
         return out if average else (out, None)
 
 
+_register_adaptive(aten.adaptive_avg_pool1d.default, 1, True)
+_register_adaptive(aten.adaptive_avg_pool2d.default, 2, True)
+_register_adaptive(aten.adaptive_avg_pool3d.default, 3, True)
 _register_adaptive(aten._adaptive_avg_pool2d.default, 2, True)
 _register_adaptive(aten._adaptive_avg_pool3d.default, 3, True)
 _register_adaptive(aten.adaptive_max_pool2d.default, 2, False)
