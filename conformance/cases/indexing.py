@@ -89,7 +89,7 @@ CASES = [
                               W((3, 2), dtype=I64, values=[[0, 3], [1, 2], [2, 0]]), 2.5)),
     Case(aten.scatter.value, (T((4, 3)), 0,
                               W((2, 3), dtype=I64, values=[[0, 1, 2], [2, 0, 1]]), -1),
-         name="dim0", dtypes=INTS),
+         name="dim0", dtypes=INTS, min_shape_delta=1),  # indices reach row 2
     Case(aten.scatter_add.default, (T((3, 4)), 1, idx((3, 4), 3), T((3, 4))), dtypes=ALL),
     Case(aten.scatter_add.default, (T((4, 3), dynamic=(1,)), 0, idx((4, 3), 3, dynamic=(1,)),
                                     T((4, 3), dynamic=(1,))), dtypes=F32, name="dim0"),

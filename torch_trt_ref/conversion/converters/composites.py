@@ -188,7 +188,10 @@ def _sdpa_ok(node: Node, settings) -> str | None:
     if args.get("dropout_p", 0.0) != 0.0:
         return "attention dropout is random and stays in PyTorch"
     if args.get("enable_gqa", False):
-        return "grouped-query attention (enable_gqa) is not supported"
+        q, k = (node.args[i].meta["val"] for i in (0, 1))
+        hq, hk = q.shape[-3], k.shape[-3]
+        if not (isinstance(hq, int) and isinstance(hk, int)) or hk == 0 or hq % hk:
+            return "grouped-query attention needs static head counts, query's a multiple of key's"
     if node.args[0].meta["val"].dtype not in (torch.float32, torch.float16, torch.bfloat16):
         return "attention takes float inputs only"
     return None
@@ -197,10 +200,25 @@ def _sdpa_ok(node: Node, settings) -> str | None:
 @converter(aten.scaled_dot_product_attention.default, validator=_sdpa_ok, dynamic=True)
 def scaled_dot_product_attention(ctx, query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
-    """A bool mask keeps True positions (False adds -inf); a float mask is added."""
+    """A bool mask keeps True positions (False adds -inf); a float mask is added. With
+    enable_gqa, each key/value head serves Hq / Hkv consecutive query heads (torch's
+    repeat_interleave on dim -3)."""
+    key, value = helpers.itensor(ctx, key), helpers.itensor(ctx, value)
+    if enable_gqa and query.shape[-3] != key.shape[-3]:
+        groups = query.shape[-3] // key.shape[-3]
+        key, value = _repeat_heads(ctx, key, groups), _repeat_heads(ctx, value, groups)
     bias = attn_mask
     if bias is not None and helpers.dtype_of(bias) == torch.bool:
         bias = select(ctx, helpers.itensor(ctx, bias), 0.0, float("-inf"))
-    out, _ = attention(ctx, helpers.itensor(ctx, query), helpers.itensor(ctx, key),
-                       helpers.itensor(ctx, value), bias, is_causal, scale)
+    out, _ = attention(ctx, helpers.itensor(ctx, query), key, value, bias, is_causal, scale)
     return out
+
+
+def _repeat_heads(ctx, x, groups: int):
+    """[..., H, S, D] -> [..., H * groups, S, D], every head repeated ``groups`` times in
+    place: a unit dim broadcast to ``groups`` after the head dim, then merged into it."""
+    dims = D.dims_of(ctx, x)
+    rank = len(dims)
+    x = helpers.unsqueeze(ctx, x, rank - 2)
+    x = D.broadcast_to(ctx, x, [*dims[:-2], groups, *dims[-2:]])
+    return D.reshape(ctx, x, [*dims[:-3], dims[-3] * groups, *dims[-2:]])
