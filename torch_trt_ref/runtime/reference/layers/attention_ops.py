@@ -9,6 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from ..registry import reference_layer
+from .quantize_ops import narrow, widen
 
 # Note [IAttention in the layer list]: INetworkDefinition.add_attention_v2 returns an
 # IAttention, which is not a layer: net.get_layer(i) shows it as two layers.
@@ -27,20 +28,12 @@ _ATTENTION_SETTINGS = {"norm_op": "norm_op", "causal": "causal", "causal_kind": 
 _ATTENTION_ATTRS = tuple((name, f"attention.{setting}")
                          for name, setting in _ATTENTION_SETTINGS.items())
 
-_FP8_MAX = 448.0  # largest finite float8 e4m3fn value
-
-
 def _quantize_dequantize(x: torch.Tensor, scale: torch.Tensor, to_type: str) -> torch.Tensor:
-    """x rounded to FP8 (e4m3, saturating) or INT8 (half to even, saturating) in units of
+    """x rounded to FP8 or INT8 (quantize_ops.narrow: nearest even, saturating) in units of
     ``scale``, and back: what a value quantized inside a fused kernel contributes."""
-    scaled = x / scale
-    if to_type == "FP8":
-        scaled = scaled.clamp(-_FP8_MAX, _FP8_MAX).to(torch.float8_e4m3fn).to(x.dtype)
-    elif to_type == "INT8":
-        scaled = torch.round(scaled).clamp(-128, 127)
-    else:
+    if to_type not in ("FP8", "INT8"):
         raise NotImplementedError(f"quantization to {to_type} inside a fused layer")
-    return scaled * scale
+    return widen(narrow(x / scale, to_type)).to(x.dtype) * scale
 
 
 def _attend(q, k, v, allowed, bias, norm_op, quantize):
