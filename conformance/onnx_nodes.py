@@ -16,7 +16,6 @@ import torch
 from torch_trt_ref.runtime.network import (
     OnnxNetwork,
     OnnxParseError,
-    _quiet_native_output,
     parse_onnx,
 )
 from torch_trt_ref.runtime.reference.executor import run_snapshot
@@ -195,7 +194,7 @@ def run_case(name: str) -> Outcome:
     try:
         outcome.reason = _run_and_compare(case, snapshot, outcome.notes) or ""
     except RejectedByTensorRT as err:
-        if builder_refuses(parsed):
+        if parsed.builder_refuses():
             outcome.outcome, outcome.reason = REJECTED, _summary(err)
         else:
             outcome.outcome = ERROR
@@ -207,15 +206,6 @@ def run_case(name: str) -> Outcome:
     if outcome.reason:
         outcome.outcome = FAILED
     return outcome
-
-
-def builder_refuses(parsed) -> bool:
-    """Whether TensorRT's builder refuses to build the parsed network (Note [Rejected by
-    TensorRT])."""
-    config = parsed.builder.create_builder_config()
-    with _quiet_native_output():
-        plan = parsed.builder.build_serialized_network(parsed.network, config)
-    return plan is None
 
 
 def _onnx_input(name: str, position: int, onnx_names: list[str],

@@ -103,6 +103,12 @@ class OnnxNetwork:
     def snapshot(self) -> NetworkSnapshot:
         return take_snapshot(self.network, {})
 
+    def builder_refuses(self) -> bool:
+        """Whether TensorRT's builder refuses to build this network (no engine exists)."""
+        config = self.builder.create_builder_config()
+        with _quiet_native_output():
+            return self.builder.build_serialized_network(self.network, config) is None
+
 
 def parse_onnx(model) -> OnnxNetwork:
     """Parse ``model`` (a path, serialized bytes or an ``onnx.ModelProto``) with TensorRT's
