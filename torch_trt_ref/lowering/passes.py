@@ -182,8 +182,7 @@ def split_tied_embeddings(gm: GraphModule, settings: CompilationSettings) -> Gra
     looked up by a second gather and multiplied as a product and sum, not a GEMM, which the
     builder would merge back into one padded weight. Head and tail are views of the weight.
 
-    Before: ``e = embedding(w, ids); ...; y = mm(x, permute(w, [1, 0]))`` (or
-    ``linear(x, w)``, over any leading dims, split the same way on the last dim)
+    Before: ``e = embedding(w, ids); ...; y = mm(x, permute(w, [1, 0]))``
     After:  ``e = where(ids < n, embedding(w[:n], min(ids, n - 1)),
                         embedding(w[n:], max(ids - n, 0)))``
             ``y = cat([mm(x, permute(w[:n], [1, 0])), sum(x[:, None] * w[n:], -1)], 1)``"""
@@ -200,10 +199,8 @@ def split_tied_embeddings(gm: GraphModule, settings: CompilationSettings) -> Gra
                    if u.target == aten.embedding.default and u.args[0] is n]
         heads = [mm for n in nodes for t in n.users if _is_transpose(t)
                  for mm in t.users if mm.target == aten.mm.default and mm.args[1] is t]
-        linears = [u for n in nodes for u in n.users
-                   if u.target == aten.linear.default and u.args[1] is n]
-        if lookups and (heads or linears):
-            _split_rows(gm, nodes[0], lookups, heads, linears)
+        if lookups and heads:
+            _split_rows(gm, nodes[0], lookups, heads)
     gm.graph.eliminate_dead_code()
     return gm
 
@@ -213,8 +210,7 @@ def _is_transpose(node: Node) -> bool:
             or (node.target == aten.permute.default and list(node.args[1]) == [1, 0]))
 
 
-def _split_rows(gm: GraphModule, weight: Node, lookups: list[Node], heads: list[Node],
-                linears: list[Node]) -> None:
+def _split_rows(gm: GraphModule, weight: Node, lookups: list[Node], heads: list[Node]) -> None:
     rows = weight.meta["val"].shape[0]
     n = rows - rows % ROW_ALIGNMENT
 
@@ -243,19 +239,6 @@ def _split_rows(gm: GraphModule, weight: Node, lookups: list[Node], heads: list[
                        anchor=mm)
         tail_product = add(aten.sum.dim_IntList, products, [2], anchor=mm)
         mm.replace_all_uses_with(add(aten.cat.default, [product, tail_product], 1, anchor=mm))
-    for lin in linears:  # linear(x, w, b) over any leading dims: the same split on the last
-        x = lin.args[0]
-        bias = lin.args[2] if len(lin.args) > 2 else lin.kwargs.get("bias")
-        head_bias = None if bias is None else add(aten.slice.Tensor, bias, 0, 0, n, anchor=lin)
-        product = add(aten.linear.default, x, head, head_bias, anchor=lin)
-        products = add(aten.mul.Tensor, add(aten.unsqueeze.default, x, -2, anchor=lin), tail,
-                       anchor=lin)
-        tail_product = add(aten.sum.dim_IntList, products, [-1], anchor=lin)
-        if bias is not None:
-            tail_product = add(aten.add.Tensor, tail_product,
-                               add(aten.slice.Tensor, bias, 0, n, rows, anchor=lin), anchor=lin)
-        lin.replace_all_uses_with(add(aten.cat.default, [product, tail_product], -1,
-                                      anchor=lin))
 
 
 def _returns_alias(node: Node) -> bool:
