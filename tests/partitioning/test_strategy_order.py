@@ -160,15 +160,20 @@ def test_global_is_never_beaten(ops, knob):
 @SLOW
 @given(ops=small_graphs, knob=knobs)
 def test_dependency_aware_never_more_than_fast(ops, knob):
-    """Fewer or as many engines and segments, and every engine of fast (its node set) lies
-    inside one engine of dependency_aware."""
+    """Fewer or as many engines and segments, every node fast runs in TensorRT, and
+    either every engine of fast (its node set) lies inside one engine of dependency_aware
+    or dependency_aware has fewer engines or segments (the other start's walk won)."""
     gm, s = _setup(ops, knob)
     fast = partition(gm, s, REGISTRY, strategy="fast")
     dep = partition(gm, s, REGISTRY, strategy="dependency_aware")
     assert len(_engines(dep)) <= len(_engines(fast))
     assert len(dep.segments) <= len(fast.segments)
-    for engine in _engines(fast):
-        assert any(set(engine.nodes) <= set(e.nodes) for e in _engines(dep)), engine.nodes
+    in_trt = lambda r: {n for e in _engines(r) for n in e.nodes}  # noqa: E731
+    assert in_trt(dep) >= in_trt(fast)
+    fewer = (len(_engines(dep)), len(dep.segments)) != (len(_engines(fast)), len(fast.segments))
+    if not fewer:
+        for engine in _engines(fast):
+            assert any(set(engine.nodes) <= set(e.nodes) for e in _engines(dep)), engine.nodes
 
 
 def test_brute_force_sees_the_min_block_size_trade():

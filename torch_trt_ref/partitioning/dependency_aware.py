@@ -5,22 +5,53 @@ from __future__ import annotations
 
 from .fast import alternate, fast_start, phase_units
 from .result import TENSORRT, TORCH, Segment
-from .rules import merge_adjacent
+from .rules import apply_min_block_size, merge_adjacent
 from .units import UnitGraph
 
 OTHER = {TENSORRT: TORCH, TORCH: TENSORRT}
 
 
-def walk_order(units: UnitGraph) -> list[int]:
-    """The order the walk visits units: fast's greedy phases one after the other, each
-    phase in unit order. A topological order in which every fast phase is a run of
-    consecutive units of one target."""
-    phases = phase_units(units, alternate(fast_start(units)))
+def walk_order(units: UnitGraph, first: str) -> list[int]:
+    """The order the walk visits units: the greedy phases starting with ``first`` one after
+    the other, each phase in unit order. A topological order in which every phase is a
+    run of consecutive units of one target."""
+    phases = phase_units(units, alternate(first))
     return [u for _, phase in phases for u in sorted(phase)]
 
 
-def dependency_aware_segments(units: UnitGraph) -> list[Segment]:
-    """Seed 000's algorithm on units (nodes or fusion groups), walked in ``walk_order``.
+def dependency_aware_segments(units: UnitGraph, min_block_size: int = 1) -> list[Segment]:
+    """Seed 000's algorithm (``seed_walk``) walked in fast's phase order, or in the phase
+    order of the other start when that plan is better on every count.
+
+    Fast's start rule (PyTorch first when a PyTorch unit is ready) can cost a segment: a
+    PyTorch unit ready at the start and one that reads a TensorRT unit can share a phase
+    only when TensorRT goes first. The seed's node-order walk (``linear``'s order) may then
+    do better than fast's phases. Both starts are walked; the other start's plan is kept
+    only when, after min_block_size and merging, it has no more engines, no more
+    segments, every node in TensorRT that the first has (so global's floor holds), and
+    fewer engines or segments. So the result is
+    never worse than fast's-order walk (and fast), and with min_block_size=1 never has
+    more segments than the node-order walk: the greedy phases from a start are the
+    fewest among plans that start there, and the node order is such a plan for its
+    first unit's target. O(N + E)."""
+    first = fast_start(units)
+    plan = seed_walk(units, walk_order(units, first))
+    other = seed_walk(units, walk_order(units, OTHER[first]))
+    (ea, sa, na), (eb, sb, nb) = _counts(other, min_block_size), _counts(plan, min_block_size)
+    better = ea <= eb and sa <= sb and (ea, sa) != (eb, sb) and na >= nb
+    return other if better else plan
+
+
+def _counts(plan: list[Segment], min_block_size: int) -> tuple[int, int, set]:
+    """(engines, segments, nodes in TensorRT) after min_block_size and merging."""
+    copies = [Segment(s.target, list(s.nodes), s.do_not_merge) for s in plan]
+    final = merge_adjacent(apply_min_block_size(copies, min_block_size))
+    engines = [s for s in final if s.target == TENSORRT]
+    return len(engines), len(final), {n for s in engines for n in s.nodes}
+
+
+def seed_walk(units: UnitGraph, order: list[int]) -> list[Segment]:
+    """Seed 000's algorithm on units (nodes or fusion groups), walked in ``order``.
 
     Algorithm: one open segment per target. A unit of target t whose inputs come from the
     open segment of the other target first finalizes (emits) that segment, then joins the
@@ -40,7 +71,8 @@ def dependency_aware_segments(units: UnitGraph) -> list[Segment]:
     is only finalized by a unit of the next phase, so it is never finalized before the
     greedy phase it holds is complete.
 
-    Guarantee (no control flow): every fast phase lies inside one segment of this plan —
+    Guarantee (no control flow), walked in fast's order: every fast phase lies inside one
+    segment of this plan —
     units of one run of the walk share the open segment, and nothing finalizes it in the
     middle of the run. So it has at most fast's segments of each target, and every
     TensorRT engine of fast (a phase of >= min_block_size compute nodes) lies inside one
@@ -48,7 +80,9 @@ def dependency_aware_segments(units: UnitGraph) -> list[Segment]:
     engines than fast except where it joins phases that fast demotes to PyTorch for
     min_block_size into an engine (more nodes in TensorRT). The open segments still let
     a phase move after the other target's phase, as in the seed (its lgamma graph: 3
-    segments where fast gives 4). ``tests/partitioning/test_strategy_order.py`` checks it.
+    segments where fast gives 4). ``dependency_aware_segments`` keeps the other start's
+    walk only when it is better on every count. ``tests/partitioning/test_strategy_order.py``
+    and ``test_properties.py`` check both.
 
     Assumptions: two targets (TensorRT and PyTorch); the unit order is topological.
     Complexity: O(N + E): the phases, then each unit and edge looked at once, each unit
@@ -64,7 +98,7 @@ def dependency_aware_segments(units: UnitGraph) -> list[Segment]:
                 where[u] = None
             open_units[target] = []
 
-    for u in walk_order(units):
+    for u in order:
         target = units.targets[u]
         if units.control_flow[u]:
             for t in (TENSORRT, TORCH):

@@ -144,7 +144,7 @@ def _best_known(units: UnitGraph, m: int, floor: set[int]) -> list[Segment]:
     """The best plan, by ``objective``, among the strategies' plans that respect the floor
     (fast's and dependency-aware's always do)."""
     candidates = [greedy_phases(units, alternate(fast_start(units))),
-                  dependency_aware_segments(units),
+                  dependency_aware_segments(units, m),
                   greedy_phases(units, alternate(TENSORRT)),
                   greedy_phases(units, alternate(TORCH)), linear_segments(units)]
     valid = [c for c in candidates if floor <= _trt_units(units, c, m)]

@@ -39,7 +39,8 @@ def register_strategy(name: str, multi_backend: bool = False):
 register_strategy("fast")(lambda units, settings: fast_segments(units))
 register_strategy("global")(lambda units, settings: global_segments(
     units, 1 if settings.require_full_compilation else settings.min_block_size))
-register_strategy("dependency_aware")(lambda units, settings: dependency_aware_segments(units))
+register_strategy("dependency_aware")(lambda units, settings: dependency_aware_segments(
+    units, 1 if settings.require_full_compilation else settings.min_block_size))
 register_strategy("hierarchical", multi_backend=True)(
     lambda units, settings: hierarchical_segments(units))
 register_strategy("linear")(lambda units, settings: linear_segments(units))
