@@ -105,6 +105,32 @@ def test_fold_constants_evaluates_weight_only_subgraphs():
     assert fold_constants(gm, CompilationSettings()) is gm
 
 
+def test_fold_constants_folds_input_free_arithmetic_but_never_random_ops_or_a_lone_creation_op():
+    """GPT-2's cache position is ``arange(0, n) + 0``: folded to one buffer. ``rand`` (and
+    anything computed from it, ``dropout`` of a weight) must run each call; a lone
+    ``full`` stays for its converter."""
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones(4))
+
+        def forward(self, x):
+            pos = torch.arange(0, 4) + 0
+            noise = torch.rand(4) + 1
+            return x + pos, x * noise * (self.w + torch.rand_like(self.w)), x + torch.full((4,), 2.0)
+
+    x = torch.zeros(4)
+    gm = lower_program(capture(M(), (x,)), CompilationSettings())
+    ops = _ops(gm)
+    assert "aten.arange.start_step" not in ops and "aten.arange.start" not in ops, ops
+    assert ops.count("aten.rand.default") == 1 and "aten.rand_like.default" in ops, ops
+    assert "aten.full.default" in ops, ops
+    pos, noisy, two = gm(x)
+    torch.testing.assert_close(pos, torch.tensor([0.0, 1.0, 2.0, 3.0]))
+    torch.testing.assert_close(two, torch.full((4,), 2.0))
+    assert not torch.equal(gm(x + 1)[1], gm(x + 1)[1])  # drawn anew on every call
+
+
 def test_precision_pass_casts_weights_and_inputs_and_restores_output_dtype():
     x = torch.randn(2, 4)
     model = Net().eval()

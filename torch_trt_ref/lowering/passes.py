@@ -3,12 +3,15 @@ module) and leaves it valid (the pipeline lints after every pass)."""
 
 from __future__ import annotations
 
+import logging
 import operator
 
 import torch
 from torch.fx import GraphModule, Node
 
 from ..settings import CompilationSettings
+
+log = logging.getLogger(__name__)
 
 aten = torch.ops.aten
 
@@ -78,13 +81,21 @@ def remove_asserts(gm: GraphModule, settings: CompilationSettings) -> GraphModul
     return gm
 
 
+_UNINITIALIZED = ("aten::empty", "aten::new_empty")  # empty, empty_strided, empty_permuted, ...
+
+
 def _foldable(node: Node, folded: set[Node]) -> bool:
+    """A deterministic, non-mutating ATen call whose node inputs are all weights or folded
+    nodes; with no node inputs at all (``arange(0, 128)``, ``full(...)``: constant-only
+    subgraphs such as a static mask or cache position) it is foldable too, unless its
+    result is uninitialized memory (``empty``)."""
     if node.op != "call_function" or not isinstance(node.target, torch._ops.OpOverload):
         return False
-    if node.target._schema.is_mutable or "nondeterministic_seeded" in node.target.tags:
+    if node.target._schema.is_mutable or torch.Tag.nondeterministic_seeded in node.target.tags:
         return False
-    inputs = node.all_input_nodes
-    return bool(inputs) and all(n.op == "get_attr" or n in folded for n in inputs)
+    if node.target._schema.name.startswith(_UNINITIALIZED):
+        return False
+    return all(n.op == "get_attr" or n in folded for n in node.all_input_nodes)
 
 
 def _weight_viewed_by(result: torch.Tensor, node: Node, value) -> Node | None:
@@ -106,16 +117,25 @@ def _weight_viewed_by(result: torch.Tensor, node: Node, value) -> Node | None:
 
 
 def fold_constants(gm: GraphModule, settings: CompilationSettings) -> GraphModule:
-    """Evaluate subgraphs whose inputs are all weights and store the results as buffers.
+    """Evaluate subgraphs whose inputs are all weights or that have no inputs (constant-only
+    subgraphs, as Torch-TensorRT's constant folding does) and store the results as buffers.
+    A result that cannot be computed here (an op that fails on this device) stays a node.
 
     Before: ``w = get_attr(weight); wt = aten.permute(w, [1, 0]); mm(x, wt)``
-    After:  ``wt = get_attr(_folded_0); mm(x, wt)``"""
+    After:  ``wt = get_attr(_folded_0); mm(x, wt)``
+
+    Why constant-only subgraphs matter for partitions: transformers' GPT-2 and T5 build the
+    cache position and causal-mask buckets from ``arange`` plus constants; unfolded, those
+    integer ``add``/``mul`` nodes sit before the first layer, and forcing ``add`` to
+    PyTorch cut engines there that Torch-TensorRT does not have."""
     folded: set[Node] = set()
     for node in gm.graph.nodes:
         if _foldable(node, folded):
             folded.add(node)
-    # Only materialize fold results that are used by something that is not folded.
-    roots = [n for n in folded if any(u not in folded for u in n.users)]
+    # Only materialize fold results that are used by something that is not folded, and
+    # not a lone creation op (``full``, ``arange`` with no node inputs): its converter makes
+    # the same constant, so folding it would only hide the op from the graph.
+    roots = [n for n in folded if n.all_input_nodes and any(u not in folded for u in n.users)]
     if not roots:
         return gm
     env: dict[Node, object] = {}
@@ -132,7 +152,11 @@ def fold_constants(gm: GraphModule, settings: CompilationSettings) -> GraphModul
 
     with torch.no_grad():
         for i, node in enumerate(roots):
-            result = value(node)
+            try:
+                result = value(node)
+            except Exception as err:  # noqa: BLE001  (e.g. a device this machine lacks)
+                log.debug("fold_constants: %s stays a node: %s", node.name, err)
+                continue
             if not isinstance(result, torch.Tensor):
                 continue
             name = f"_folded_{i}"
