@@ -108,10 +108,12 @@ def report() -> BackendReport:
 
 
 def register() -> None:
-    """Register the backend name in this process (the entry point does it lazily)."""
-    from torch._dynamo.backends.registry import _COMPILER_FNS, register_backend
+    """Register the backend name in this process, for a checkout that is not installed.
+    When torch already found the installed entry point (``torch_dynamo_backends`` in
+    pyproject.toml), torch registers it while loading it, so this leaves the name alone."""
+    from torch._dynamo.backends.registry import _BACKENDS, _COMPILER_FNS, register_backend
 
-    if NAME not in _COMPILER_FNS:
+    if NAME not in _COMPILER_FNS and _BACKENDS.get(NAME) is None:
         register_backend(torch_trt_ref_backend, name=NAME)
 
 
@@ -263,8 +265,8 @@ def input_specs(module: GraphModule, tensors: list[torch.Tensor],
                 settings: CompilationSettings) -> list[Input]:
     """An ``Input`` per runtime tensor: static dims as they are; a dim dynamo made symbolic
     gets min/max from the symbol's range (``mark_dynamic(min=, max=)`` or what dynamo
-    inferred), max capped at ``settings.dynamic_max_size`` when unbounded, and opt = the size
-    of the call that triggered this compile."""
+    inferred), max = ``settings.dynamic_max_size`` when the range is unbounded, and opt = the
+    size of the call that triggered this compile."""
     placeholders = [n for n in module.graph.nodes if n.op == "placeholder"]
     specs = []
     for node, tensor in zip(placeholders, tensors):
@@ -274,8 +276,8 @@ def input_specs(module: GraphModule, tensors: list[torch.Tensor],
             if isinstance(size, torch.SymInt) and not isinstance(size.node.expr, sympy.Integer):
                 vr = size.node.shape_env.bound_sympy(size.node.expr)
                 lo[d] = max(int(vr.lower), 0) if isinstance(vr.lower, sympy.Integer) else 0
-                cap = max(settings.dynamic_max_size, hi[d])
-                hi[d] = min(int(vr.upper), cap) if isinstance(vr.upper, sympy.Integer) else cap
+                hi[d] = (int(vr.upper) if isinstance(vr.upper, sympy.Integer)
+                         else max(settings.dynamic_max_size, hi[d]))
         dtype = tensor.dtype
         if lo == hi:
             specs.append(Input(shape=tuple(tensor.shape), dtype=dtype))
