@@ -123,3 +123,16 @@ def test_torchscript_takes_positional_inputs_only():
     small = torch.jit.script(torch.nn.Linear(4, 4))
     with pytest.raises(ValueError, match="a TorchScript model takes its inputs positionally"):
         torch_trt_ref.compile(small, kwarg_inputs={"input": torch.randn(2, 4)})
+
+
+def test_scripted_function_compiles():
+    @torch.jit.script
+    def fn(x, y):
+        return torch.relu(x @ y) + 1.0
+
+    x, y = torch.randn(3, 4), torch.randn(4, 5)
+    compiled = torch_trt_ref.compile(fn, (x, y), min_block_size=1)
+    assert compiled.compile_report.counts == {"tensorrt": 1}
+    x64, y64 = x.double(), y.double()
+    verdict = judge(compiled(x, y), fn(x, y), torch.relu(x64 @ y64) + 1.0)
+    assert verdict.passed, verdict.message
