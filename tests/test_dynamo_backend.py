@@ -228,3 +228,21 @@ def test_registered_on_import():
     from torch._dynamo.backends.registry import lookup_backend
 
     assert lookup_backend("torch_trt_ref") is dynamo_backend.torch_trt_ref_backend
+
+
+def test_torch_executed_modules_through_torch_compile():
+    """dynamo's record of each node's module reaches the partitioner: the listed submodule
+    (by path) runs in PyTorch, with the reason in the graph's compile report."""
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.GELU()),
+                                torch.nn.Linear(16, 4), torch.nn.ReLU()).eval()
+    backend = dynamo_backend.Backend(min_block_size=1, torch_executed_modules=["2"])
+    x = torch.randn(3, 8)
+    with torch.no_grad():
+        assert torch.allclose(torch.compile(model, backend=backend)(x), model(x), atol=1e-6)
+    [graph] = backend.report.graphs
+    reasons = graph.module.compile_report.support["reasons"]
+    why = "inside torch_executed_modules module 2 (Sequential)"
+    assert {op: r for op, r in reasons.items()} == {"aten.addmm.default": {why: 1},
+                                                   "aten.gelu.default": {why: 1}}
+    assert segments(graph) == (2, 1)

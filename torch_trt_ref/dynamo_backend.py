@@ -5,6 +5,7 @@ and converted), and recorded in a report that counts recompilations."""
 from __future__ import annotations
 
 import copy
+import re
 import warnings
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,7 +16,9 @@ import torch
 from torch.fx import GraphModule, Node
 
 from .inputs import Input
+from .partitioning.modules import MODULE_STACK
 from .settings import CompilationSettings
+from .torchscript import replaying_forward
 
 NAME = "torch_trt_ref"
 
@@ -130,7 +133,7 @@ def compile_graph(gm: GraphModule, example_inputs: list, settings: CompilationSe
                          [], "compiled")
     report.graphs.append(record)
     try:
-        module, keep = as_module(gm, example_inputs)
+        module, keep = as_module(gm, example_inputs, settings)
         record.inputs = input_specs(module, [example_inputs[i] for i in keep], settings)
         with outside_dynamo():
             record.module = trt_compile(module, record.inputs, settings=settings)
@@ -196,7 +199,8 @@ def _is_attribute_scalar(node: Node) -> bool:
                                                                                  "G["))
 
 
-def as_module(gm: GraphModule, example_inputs: list) -> tuple[GraphModule, list[int]]:
+def as_module(gm: GraphModule, example_inputs: list, settings: CompilationSettings
+              ) -> tuple[GraphModule, list[int]]:
     """A copy of the dynamo graph whose inputs are only the runtime tensors: weights become
     attributes, module float attributes become constants and size inputs (SymInts) are read
     from the tensors that carry them. Returns it and the positions of the kept inputs."""
@@ -230,7 +234,29 @@ def as_module(gm: GraphModule, example_inputs: list) -> tuple[GraphModule, list[
         _size_from_tensor(graph, node, first)
     graph.lint()
     module.recompile()
+    if settings.torch_executed_modules:  # export must see the model's submodules
+        _record_module_stacks(graph)
+        module.forward = replaying_forward(module)
     return module, keep
+
+
+def _record_module_stacks(graph: torch.fx.Graph) -> None:
+    """Copy dynamo's module chain of each node (``("L['self'].layer1.0", BasicBlock)``) to
+    ``meta["custom"]`` as (path, qualified type name), where ``torch_executed_modules``
+    reads it after export (``partitioning/modules.py``). Paths are made relative to the
+    module the frame belongs to (``L['self']``, ``L['fn']`` or a global ``G['model']``)."""
+    for node in graph.nodes:
+        stack = node.meta.get("nn_module_stack")
+        if node.op not in ("call_function", "call_method") or not stack:
+            continue
+        chain = []
+        for path, kind in stack.values():
+            path = re.sub(r"^[LG]\['[^']*'\]\.?", "", path)
+            name = kind if isinstance(kind, str) else f"{kind.__module__}.{kind.__qualname__}"
+            chain.append((path, name))
+        if not chain or chain[0][0]:
+            chain.insert(0, ("", ""))
+        node.meta.setdefault("custom", {})[MODULE_STACK] = chain
 
 
 def _inline_scalar(graph: torch.fx.Graph, node: Node, value: float) -> None:

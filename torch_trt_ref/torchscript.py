@@ -21,7 +21,7 @@ import torch
 import torch.fx.traceback as fx_traceback
 from torch._export import converter as ts_converter
 
-from .partitioning.modules import TS_MODULE_STACK
+from .partitioning.modules import MODULE_STACK
 
 ROUTE = ("TorchScript -> FX by torch._export.converter.TS2FXGraphConverter, then "
          "torch.export with the declared Inputs")
@@ -74,7 +74,7 @@ class _TaggingConverter(ts_converter.TS2FXGraphConverter):
         chain = _module_chain(node.getModuleHierarchy(), self.types_by_path)
         new = last.next
         while new is not self.fx_graph._root:
-            new.meta.setdefault("custom", {})[TS_MODULE_STACK] = chain
+            new.meta.setdefault("custom", {})[MODULE_STACK] = chain
             new = new.next
 
 
@@ -94,11 +94,11 @@ def to_graph_module(model, example_args: Sequence[Any],
     graph_converter.types_by_path = _type_names(model)
     gm = graph_converter.convert()
     ts_converter.replace_quantized_ops_with_standard_ops(gm)
-    gm.forward = _replaying_forward(gm)
+    gm.forward = replaying_forward(gm)
     return gm
 
 
-def _replaying_forward(gm: torch.fx.GraphModule):
+def replaying_forward(gm: torch.fx.GraphModule):
     """A forward that runs the graph node by node, so that a tracer sees each node's meta
     (``custom`` included); its signature names the graph's inputs, as export needs."""
     names = [n.target for n in gm.graph.nodes if n.op == "placeholder"]

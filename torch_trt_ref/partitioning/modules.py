@@ -1,7 +1,8 @@
 """Module fallback (seed 001): nodes inside a submodule named by ``torch_executed_modules``
 run in PyTorch. torch.export records the submodule chain of each node in
-``meta["nn_module_stack"]``; the TorchScript frontend records the same chain from the
-TorchScript graph under ``meta["custom"]`` (see ``torch_trt_ref/torchscript.py``)."""
+``meta["nn_module_stack"]``; the TorchScript frontend and the torch.compile backend, whose
+graphs export sees as one module, record the chain of the original model under
+``meta["custom"]`` (``torchscript.py``, ``dynamo_backend.py``)."""
 
 from __future__ import annotations
 
@@ -9,16 +10,16 @@ from torch.fx import Node
 
 from ..settings import CompilationSettings
 
-# meta["custom"] key under which the TorchScript frontend stores a node's module chain
-TS_MODULE_STACK = "torch_trt_ref.module_stack"
+# meta["custom"] key of a node's module chain: [(path, qualified type name), ...], root first
+MODULE_STACK = "torch_trt_ref.module_stack"
 
 
 def module_stack(node: Node) -> list[tuple[str, str]]:
     """(path, qualified type name) of every module enclosing ``node``, outermost first
     (the root module has path "")."""
     custom = node.meta.get("custom") or {}
-    if TS_MODULE_STACK in custom:
-        return [tuple(entry) for entry in custom[TS_MODULE_STACK]]
+    if MODULE_STACK in custom:
+        return [tuple(entry) for entry in custom[MODULE_STACK]]
     stack = node.meta.get("nn_module_stack") or {}
     out = []
     for path, kind in stack.values():
