@@ -192,11 +192,11 @@ def _is_weight(node: Node, value: Any) -> bool:
 
 def _is_attribute_scalar(node: Node) -> bool:
     """A Python float attribute of a module (LayerNorm.eps, Dropout.p) that dynamo passes as
-    a 0-dim tensor read back with ``.item()``."""
+    a 0-dim tensor read back with ``.item()``: an attribute (``L['self'].eps``), not a float
+    argument of the frame (``L['scale']``), which stays an input."""
     arg = node.meta.get("grapharg")
-    name = _source_name(node)
-    return bool(getattr(arg, "pass_arg_as_tensor", False)) and name.startswith(("L['self']",
-                                                                                 "G["))
+    return (bool(getattr(arg, "pass_arg_as_tensor", False))
+            and not re.fullmatch(r"L\['[^']*'\]", _source_name(node)))
 
 
 def as_module(gm: GraphModule, example_inputs: list, settings: CompilationSettings
