@@ -7,11 +7,14 @@ converter), ``register_decomposition``, ``get_graph_converter_support``, ``run_n
 from ._trt import BACKEND as TRT_BACKEND  # noqa: F401
 from .compiler import compile, executors_used  # noqa: F401
 from .conversion.registry import CONVERTERS, converter  # noqa: F401
+from .dynamo_backend import register as _register_backend
 from .inputs import Input  # noqa: F401
 from .lowering.decompositions import register_decomposition  # noqa: F401
 from .partitioning import get_graph_converter_support  # noqa: F401
 from .runtime.network import run_network  # noqa: F401
 from .settings import CompilationSettings  # noqa: F401
+
+_register_backend()  # torch.compile(backend="torch_trt_ref"); the entry point does it lazily
 
 __all__ = ["compile", "executors_used", "Input", "CompilationSettings", "converter",
            "register_decomposition", "get_graph_converter_support", "CONVERTERS",

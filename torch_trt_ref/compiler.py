@@ -13,9 +13,9 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
-from . import conversion  # noqa: F401
+from . import conversion, torchscript  # noqa: F401
 from .build import build_engine
-from .capture import as_inputs, capture, symbol_ranges
+from .capture import as_inputs, capture, example_args, symbol_ranges
 from .conversion import converters  # noqa: F401  (registers the built-in converters)
 from .conversion.interpreter import Interpreter
 from .conversion.registry import CONVERTERS, ConverterRegistry
@@ -123,6 +123,9 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
 
     say = _progress(settings)
     with report.phase("capture"):
+        if torchscript.is_torchscript(model):  # a ScriptModule becomes an FX GraphModule
+            model = torchscript.to_graph_module(model, example_args(inputs), kwarg_inputs)
+            report.frontend = torchscript.ROUTE
         ep = capture(model, list(inputs), dict(kwarg_inputs), settings.record_stack_traces)
     say(f"captured in {report.phases['capture']:.2f}s")
     with report.phase("lowering"):

@@ -39,6 +39,8 @@ class CompileReport:
     upcasts: dict[str, list[str]] = field(default_factory=dict)
     # "node by node", or why the program was retraced whole (see compiler.lower_program)
     lowering: str = ""
+    # how a TorchScript model became a graph (empty for nn.Module / ExportedProgram)
+    frontend: str = ""
     peak_rss_bytes: int | None = None
 
     @contextmanager
@@ -74,6 +76,7 @@ class CompileReport:
                 "phases_cpu": self.phases_cpu, "partition": self.partition,
                 "support": self.support, "engines": [e.__dict__ for e in self.engines],
                 "fallbacks": self.fallbacks, "upcasts": self.upcasts, "lowering": self.lowering,
+                "frontend": self.frontend,
                 "peak_rss_bytes": self.peak_rss_bytes,
                 "counts": self.counts}
 
@@ -89,6 +92,8 @@ class CompileReport:
         for op, n in sorted(sup.get("unsupported", {}).items()):
             why = "; ".join(sup.get("reasons", {}).get(op, {}))
             lines.append(f"  unsupported {op} x{n}: {why}")
+        if self.frontend:
+            lines.append(f"frontend: {self.frontend}")
         if self.lowering:
             lines.append(f"lowering: {self.lowering}")
         lines.append("time per phase: " + ", ".join(

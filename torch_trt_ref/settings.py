@@ -74,6 +74,25 @@ def matches_op(target: Any, names: frozenset[str]) -> bool:
     return name in names or name.rsplit(".", 1)[0] in names
 
 
+def normalize_modules(modules: Any) -> frozenset[str]:
+    """``torch_executed_modules`` as names: a module class becomes its qualified type name
+    ("torchvision.models.resnet.BasicBlock"); strings (a type name, qualified or not, or a
+    submodule path such as "layer1.0") stay as given."""
+    if isinstance(modules, (str, type)):
+        modules = [modules]
+    names = set()
+    for m in modules:
+        if isinstance(m, type) and issubclass(m, torch.nn.Module):
+            names.add(f"{m.__module__}.{m.__qualname__}")
+        elif isinstance(m, str) and m:
+            names.add(m)
+        else:
+            raise ValueError(f"torch_executed_modules: {m!r} is not accepted; give nn.Module "
+                             "classes, type names ('BasicBlock', 'torchvision.models.resnet."
+                             "BasicBlock') or submodule paths ('layer1.0')")
+    return frozenset(names)
+
+
 def _default_cpu_budget() -> int:
     env = os.environ.get("TORCH_TRT_REF_CPU_MEMORY_BUDGET")
     if env:
@@ -115,6 +134,11 @@ class CompilationSettings:
     engine_cache_size: int = 4 * 1024**3
     progress: bool = False
     record_stack_traces: bool = False
+    # submodules kept in PyTorch: types, or names of types ("torchvision.models.resnet.
+    # BasicBlock", "BasicBlock") or qualified paths ("layer1.0"); see partitioning/modules.py
+    torch_executed_modules: frozenset[str] = frozenset()
+    # torch.compile backend: the max of a dynamic dim's profile when torch leaves it unbounded
+    dynamic_max_size: int = 4096
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -125,7 +149,8 @@ class CompilationSettings:
         one_of("precision", self.precision, PRECISIONS)
         one_of("partitioner", self.partitioner, PARTITIONERS)
         one_of("executor", self.executor, EXECUTORS)
-        for name in ("min_block_size", "workspace_size", "engine_cache_size"):
+        for name in ("min_block_size", "workspace_size", "engine_cache_size",
+                     "dynamic_max_size"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a non-negative int, got {value!r}")
@@ -141,6 +166,8 @@ class CompilationSettings:
         for name in ("torch_executed_ops", "enabled_decompositions", "disabled_decompositions"):
             object.__setattr__(self, name, normalize_ops(getattr(self, name), name))
         object.__setattr__(self, "backend_priority", tuple(self.backend_priority))
+        object.__setattr__(self, "torch_executed_modules",
+                           normalize_modules(self.torch_executed_modules))
         if self.backend_support_map is not None:
             object.__setattr__(
                 self,

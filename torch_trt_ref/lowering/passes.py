@@ -186,7 +186,7 @@ def _insert_call(gm: GraphModule, target, args: tuple, anchor: Node, kwargs=None
                 if hasattr(v, "fake_mode"))
     with mode:
         node.meta["val"] = target(*vals, **kwvals)
-    for key in ("nn_module_stack", "stack_trace"):
+    for key in ("nn_module_stack", "stack_trace", "custom"):  # custom: torchscript.py
         if key in anchor.meta:
             node.meta[key] = anchor.meta[key]
     return node

@@ -15,6 +15,7 @@ from .._trt import is_trt_dtype_supported
 from ..conversion.interpreter import select_converter
 from ..conversion.registry import CONVERTERS, ConverterRegistry
 from ..settings import CompilationSettings, matches_op, op_name
+from .modules import module_fallback_reason
 
 aten = torch.ops.aten
 
@@ -66,6 +67,9 @@ def check_node(node: Node, settings: CompilationSettings,
         return f"{node.op} nodes are not converted"
     if matches_op(node.target, settings.torch_executed_ops):
         return "forced to PyTorch by torch_executed_ops"
+    reason = module_fallback_reason(node, settings)
+    if reason:
+        return reason
     if node.target not in registry:
         return f"no converter for {op_name(node.target)}"
     # Random ops (rand, randperm) are not side effects here: IFillLayer draws them, and
