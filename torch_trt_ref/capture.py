@@ -32,6 +32,75 @@ def as_inputs(values: Sequence[Any]) -> list[Input]:
     return out
 
 
+_INPUTS_ACCEPTED = ("a tuple or list of tensors or torch_trt_ref.Input specs, one per "
+                    "positional argument of forward (a single tensor or Input is taken as a "
+                    "1-tuple; () for a forward without positional arguments)")
+
+
+def positional_inputs(inputs: Any) -> list[Any]:
+    """``compile``'s ``inputs`` as a list: a tuple or list as given, a bare tensor or Input
+    as a 1-tuple (as Torch-TensorRT does). None or anything else is a TypeError saying
+    what is accepted."""
+    if isinstance(inputs, (torch.Tensor, Input)):
+        return [inputs]
+    if isinstance(inputs, (tuple, list)):
+        return list(inputs)
+    got = "None" if inputs is None else f"a {type(inputs).__name__}"
+    hint = " (keyword inputs go in kwarg_inputs=)" if isinstance(inputs, dict) else ""
+    raise TypeError(f"inputs: got {got}; compile needs example inputs: "
+                    f"{_INPUTS_ACCEPTED}{hint}")
+
+
+def keyword_inputs(kwarg_inputs: Any) -> dict[str, Any]:
+    """``compile``'s ``kwarg_inputs``: a dict of name -> tensor or Input (None: no kwargs)."""
+    if kwarg_inputs is None:
+        return {}
+    if not isinstance(kwarg_inputs, dict):
+        raise TypeError(f"kwarg_inputs: got a {type(kwarg_inputs).__name__}; expected a dict "
+                        "of argument name -> tensor or torch_trt_ref.Input")
+    return dict(kwarg_inputs)
+
+
+class FunctionModule(torch.nn.Module):
+    """A plain function as a module without weights, so torch.export can capture it; its
+    ``forward`` is the function itself (same signature, same argument names)."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.forward = fn
+        self.function_name = getattr(fn, "__qualname__", repr(fn))
+        self.train(False)  # a function has no train mode
+
+    def extra_repr(self) -> str:
+        return self.function_name
+
+
+def as_model(model: Any) -> torch.nn.Module | ExportedProgram:
+    """``compile``'s model: an nn.Module or ExportedProgram as given, a plain Python
+    function or other callable wrapped in a ``FunctionModule``. A TorchScript function or a
+    non-callable is a TypeError saying what is accepted."""
+    if isinstance(model, (torch.nn.Module, ExportedProgram)):
+        return model
+    accepted = ("Accepted: a torch.nn.Module, a torch.export.ExportedProgram, or a Python "
+                "function of tensors (wrapped as a module without weights)")
+    if isinstance(model, torch.jit.ScriptFunction):
+        raise TypeError(f"model: got a TorchScript function ({model.name}); compile the Python "
+                        f"function it was scripted from instead. {accepted}")
+    if not callable(model):
+        raise TypeError(f"model: got a {type(model).__name__}, which cannot be called. "
+                        f"{accepted}")
+    return FunctionModule(model)
+
+
+def training_modules(model: Any) -> list[str]:
+    """Names of the submodules of ``model`` in train mode ("" for the model itself).
+    GraphModules are left out: the graph of an exported program is fixed already."""
+    if not isinstance(model, torch.nn.Module):
+        return []
+    return [name for name, m in model.named_modules()
+            if m.training and not isinstance(m, torch.fx.GraphModule)]
+
+
 # Note [Tracing dynamic dims]: torch.export specializes a dim whose example size is 0 or 1
 # (0/1 specialization) and otherwise assumes every dynamic dim is >= 2, so the range most
 # deployments declare, batch min=1 opt=1 max=8, either fails ("0/1 specialized due to hint

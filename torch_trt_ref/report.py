@@ -40,6 +40,9 @@ class CompileReport:
     # "node by node", or why the program was retraced whole (see compiler.lower_program)
     lowering: str = ""
     peak_rss_bytes: int | None = None
+    # dryrun=True: nothing was converted or built; ``plan`` is dryrun.plan_summary's data
+    dryrun: bool = False
+    plan: dict[str, Any] = field(default_factory=dict)
 
     @contextmanager
     def phase(self, name: str):
@@ -75,9 +78,13 @@ class CompileReport:
                 "support": self.support, "engines": [e.__dict__ for e in self.engines],
                 "fallbacks": self.fallbacks, "upcasts": self.upcasts, "lowering": self.lowering,
                 "peak_rss_bytes": self.peak_rss_bytes,
-                "counts": self.counts}
+                "counts": self.counts, "dryrun": self.dryrun, "plan": self.plan}
 
     def render(self) -> str:
+        if self.dryrun:
+            from .dryrun import render_dry_run
+
+            return render_dry_run(self)
         counts = self.counts
         sup = self.support
         lines = [
