@@ -98,7 +98,7 @@ def unbacked_symbols(node: Node) -> tuple[set, set]:
 def _unbacked_reason(node: Node, symbols: set, support: ConverterSupport) -> str:
     names = ", ".join(sorted(str(s) for s in symbols))
     made_by = _makers(node, symbols)
-    where = f" (made by {', '.join(made_by)})" if made_by else ""
+    where = f", made by {', '.join(made_by)}" if made_by else ""
     return (f"its sizes depend on data (unbacked {names}{where}, no range to build for); "
             f"converter of {support.name} does not declare unbacked=True")
 
