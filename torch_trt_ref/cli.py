@@ -69,10 +69,10 @@ def _file_entry(spec: str):
     if isinstance(model, torch.export.ExportedProgram):
         raise CLIError(f"model {spec!r}: {name}() returned an ExportedProgram; return the "
                        "module (ep.module() or the model it was exported from)")
-    try:
-        model = as_model(model)
-    except TypeError as err:
-        raise CLIError(f"model {spec!r}: {name}() returned {err}") from None
+    if not callable(model):
+        raise CLIError(f"model {spec!r}: {name}() returned a {type(model).__name__} as the "
+                       "model; expected a torch.nn.Module (or a function of tensors)")
+    model = as_model(model)
     inputs = (inputs,) if isinstance(inputs, torch.Tensor) else inputs
     if not isinstance(inputs, (tuple, list)) or not isinstance(kwargs, dict):
         raise CLIError(f"model {spec!r}: {name}() returned inputs of type "
@@ -91,6 +91,7 @@ def _compile_command(args: argparse.Namespace) -> int:
 
     settings = _settings(args)
     torch_trt_ref.CompilationSettings.from_kwargs(dryrun=args.dryrun, **settings)  # fail early
+    _check_writable(args.json, "--json")
     entry = model_entry(args.model)
     model = entry.factory()
     inputs, kwargs = entry.inputs()
@@ -158,10 +159,19 @@ def _settings(args: argparse.Namespace) -> dict:
     return settings
 
 
+def _check_writable(path: str | None, option: str) -> None:
+    """An output file's directory must exist before minutes of compiling, not after."""
+    folder = os.path.dirname(os.path.abspath(path)) if path else None
+    if folder and not os.path.isdir(folder):
+        raise CLIError(f"{option} {path}: no directory {folder}; create it or choose another "
+                       "path")
+
+
 def _debug_command(args: argparse.Namespace) -> int:
     from torch_trt_ref import debug
 
     settings = _settings(args)  # before the model is built: a bad option fails at once
+    _check_writable(args.json, "--json")
     entry = model_entry(args.model)
     model = entry.factory()
     inputs, kwargs = entry.inputs()
