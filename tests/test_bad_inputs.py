@@ -94,7 +94,7 @@ def test_an_object_that_is_not_a_model_is_an_error():
 
 def test_train_mode_warns_and_the_model_keeps_its_mode():
     model, x = Affine(), torch.randn(2, 4)  # in train mode: dropout is active
-    with pytest.warns(UserWarning, match=r"the model in train mode: compiled with eval "
+    with pytest.warns(UserWarning, match=r"the model is in train mode: compiled with eval "
                       r"semantics .* the model itself stays in train mode"):
         compiled = ttr.compile(model, (x,), min_block_size=1)
     assert model.training and model.drop.training  # nothing of the user's was changed
@@ -104,6 +104,9 @@ def test_train_mode_warns_and_the_model_keeps_its_mode():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ttr.compile(model, (x,), min_block_size=1)  # in eval mode: no warning
+    model.drop.train()
+    with pytest.warns(UserWarning, match=r"submodule drop is in train mode"):
+        ttr.compile(model, (x,), min_block_size=1)
 
 
 def test_cache_dir_that_is_a_file_is_an_error(tmp_path):

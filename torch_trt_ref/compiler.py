@@ -111,7 +111,9 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     _check_signature(model, inputs, kwarg_inputs)
     training = training_modules(model)
     if training:
-        which = "the model" if training[0] == "" else f"submodules {training[:3]}"
+        which = ("the model is" if training[0] == "" else
+                 f"submodule{'s' if len(training) > 1 else ''} {', '.join(training[:3])}"
+                 f"{', ...' if len(training) > 3 else ''} {'are' if len(training) > 1 else 'is'}")
         warnings.warn(f"{which} in train mode: compiled with eval semantics (dropout off, "
                       "batch norm on running statistics); the model itself stays in train "
                       "mode. Call model.eval() before compile to silence this.", stacklevel=2)
