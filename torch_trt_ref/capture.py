@@ -92,13 +92,25 @@ def as_model(model: Any) -> torch.nn.Module | ExportedProgram:
     return FunctionModule(model)
 
 
-def training_modules(model: Any) -> list[str]:
-    """Names of the submodules of ``model`` in train mode ("" for the model itself).
-    GraphModules are left out: the graph of an exported program is fixed already."""
+def train_mode_warning(model: Any) -> str | None:
+    """The warning for a model (or some of its submodules) in train mode, else None.
+    Capture exports in eval mode and restores every flag afterwards (``eval_mode``), so
+    the warning says what is compiled and that the model is left as it was. GraphModules
+    are left out: the graph of an exported program is fixed already."""
     if not isinstance(model, torch.nn.Module):
-        return []
-    return [name for name, m in model.named_modules()
-            if m.training and not isinstance(m, torch.fx.GraphModule)]
+        return None
+    names = [name for name, m in model.named_modules()
+             if m.training and not isinstance(m, torch.fx.GraphModule)]
+    if not names:
+        return None
+    if names[0] == "":
+        which = "the model is"
+    else:
+        shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+        which = f"submodule {shown} is" if len(names) == 1 else f"submodules {shown} are"
+    return (f"{which} in train mode: compiled with eval semantics (dropout off, batch norm "
+            "on running statistics); the model itself stays in train mode. Call "
+            "model.eval() before compile to silence this.")
 
 
 # Note [Tracing dynamic dims]: torch.export specializes a dim whose example size is 0 or 1

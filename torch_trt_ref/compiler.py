@@ -22,7 +22,7 @@ from .capture import (
     keyword_inputs,
     positional_inputs,
     symbol_ranges,
-    training_modules,
+    train_mode_warning,
 )
 from .conversion import converters  # noqa: F401  (registers the built-in converters)
 from .conversion.interpreter import Interpreter
@@ -109,14 +109,9 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     model = as_model(model)
     inputs, kwarg_inputs = positional_inputs(inputs), keyword_inputs(kwarg_inputs)
     _check_signature(model, inputs, kwarg_inputs)
-    training = training_modules(model)
+    training = train_mode_warning(model)
     if training:
-        which = ("the model is" if training[0] == "" else
-                 f"submodule{'s' if len(training) > 1 else ''} {', '.join(training[:3])}"
-                 f"{', ...' if len(training) > 3 else ''} {'are' if len(training) > 1 else 'is'}")
-        warnings.warn(f"{which} in train mode: compiled with eval semantics (dropout off, "
-                      "batch norm on running statistics); the model itself stays in train "
-                      "mode. Call model.eval() before compile to silence this.", stacklevel=2)
+        warnings.warn(training, stacklevel=2)
     with _existing_objects_frozen():
         return _compile(model, inputs, kwarg_inputs, settings, registry)
 

@@ -21,14 +21,14 @@ class InputDtypeGuard:
     def __init__(self, positional: list[tuple[str, torch.dtype]],
                  keyword: dict[str, torch.dtype]):
         self.positional = list(positional)
-        self.keyword = dict(keyword)
+        self.by_name = {**dict(positional), **keyword}  # a positional one may come by name
 
     def __call__(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
         for (name, dtype), value in zip(self.positional, args):
             _check(name, dtype, value)
         for name, value in kwargs.items():
-            if name in self.keyword:
-                _check(name, self.keyword[name], value)
+            if name in self.by_name:
+                _check(name, self.by_name[name], value)
 
 
 def _check(name: str, dtype: torch.dtype, value: Any) -> None:
