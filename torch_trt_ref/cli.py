@@ -13,76 +13,17 @@ import sys
 
 import torch
 
-MODEL_HELP = ("a zoo model name (torch-trt-ref zoo list) or path/to/file.py:factory, a "
-              "function there returning (model, inputs) or (model, inputs, kwarg_inputs)")
-
-
-class CLIError(ValueError):
-    """A mistake on the command line (a missing file, a bad model spec): printed as one
-    line, exit code 2."""
-
 
 def model_entry(spec: str):
-    """The zoo entry named ``spec``, or an entry for a user's ``path/to/file.py:factory``."""
-    if ":" in spec or spec.endswith(".py"):
-        return _file_entry(spec)
+    """The zoo entry named ``spec``, or an entry for a user's ``path/to/file.py:factory``
+    (``zoo.user_model``)."""
+    from zoo.user_model import is_file_spec, load
+
+    if is_file_spec(spec):
+        return load(spec)
     from zoo.registry import get
 
     return get(spec)
-
-
-def _file_entry(spec: str):
-    import importlib.util
-
-    from torch_trt_ref.capture import as_model
-    from zoo.entry import ZooEntry
-
-    path, sep, name = spec.rpartition(":")
-    if not sep or not path or not name.isidentifier():
-        raise CLIError(f"model {spec!r}: expected {MODEL_HELP}")
-    if not os.path.isfile(path):
-        raise CLIError(f"model {spec!r}: no such file {path!r}")
-    module_spec = importlib.util.spec_from_file_location(
-        "torch_trt_ref_user_" + os.path.splitext(os.path.basename(path))[0], path)
-    if module_spec is None:
-        raise CLIError(f"model {spec!r}: {path!r} is not a Python file")
-    module = importlib.util.module_from_spec(module_spec)
-    try:
-        module_spec.loader.exec_module(module)
-    except Exception as err:  # the user's file: any error is theirs to see
-        raise CLIError(f"model {spec!r}: importing {path} raised {type(err).__name__}: "
-                       f"{err}") from err
-    factory = getattr(module, name, None)
-    if not callable(factory):
-        found = sorted(k for k, v in vars(module).items()
-                       if callable(v) and getattr(v, "__module__", None) == module.__name__)
-        raise CLIError(f"model {spec!r}: {path} has no function {name!r}; functions there: "
-                       f"{', '.join(found) or 'none'}")
-    try:
-        made = factory()
-    except Exception as err:
-        raise CLIError(f"model {spec!r}: {name}() raised {type(err).__name__}: {err}") from err
-    if not isinstance(made, (tuple, list)) or len(made) not in (2, 3):
-        raise CLIError(f"model {spec!r}: {name}() returned {type(made).__name__}; expected "
-                       "(model, inputs) or (model, inputs, kwarg_inputs)")
-    model, inputs, kwargs = (*made, {}) if len(made) == 2 else made
-    if isinstance(model, torch.export.ExportedProgram):
-        raise CLIError(f"model {spec!r}: {name}() returned an ExportedProgram; return the "
-                       "module (ep.module() or the model it was exported from)")
-    if not callable(model):
-        raise CLIError(f"model {spec!r}: {name}() returned a {type(model).__name__} as the "
-                       "model; expected a torch.nn.Module (or a function of tensors)")
-    model = as_model(model)
-    inputs = (inputs,) if isinstance(inputs, torch.Tensor) else inputs
-    if not isinstance(inputs, (tuple, list)) or not isinstance(kwargs, dict):
-        raise CLIError(f"model {spec!r}: {name}() returned inputs of type "
-                       f"{type(inputs).__name__} and kwarg_inputs of type "
-                       f"{type(kwargs).__name__}; expected a tuple of tensors and a dict")
-    if model.training:
-        print(f"note: {name}() returned a model in train mode; it is compiled and compared "
-              "in eval mode", file=sys.stderr)
-    return ZooEntry(spec, lambda: model, lambda: (tuple(inputs), dict(kwargs)),
-                    description=f"{name}() from {path}")
 
 
 def _compile_command(args: argparse.Namespace) -> int:
@@ -152,7 +93,7 @@ def _settings(args: argparse.Namespace) -> dict:
     if args.cpu_memory_budget:
         settings["cpu_memory_budget"] = args.cpu_memory_budget
     if args.cache_dir and os.path.exists(args.cache_dir) and not os.path.isdir(args.cache_dir):
-        raise CLIError(f"--cache-dir {args.cache_dir}: is a file; give a directory (created "
+        raise ValueError(f"--cache-dir {args.cache_dir}: is a file; give a directory (created "
                        "when missing)")
     if args.cache or args.cache_dir:
         settings.update(cache_engines=True, engine_cache_dir=args.cache_dir)
@@ -163,7 +104,7 @@ def _check_writable(path: str | None, option: str) -> None:
     """An output file's directory must exist before minutes of compiling, not after."""
     folder = os.path.dirname(os.path.abspath(path)) if path else None
     if folder and not os.path.isdir(folder):
-        raise CLIError(f"{option} {path}: no directory {folder}; create it or choose another "
+        raise ValueError(f"{option} {path}: no directory {folder}; create it or choose another "
                        "path")
 
 
@@ -311,6 +252,12 @@ def _add_settings_options(p: argparse.ArgumentParser, min_block_size: int | None
                         "$TORCH_TRT_REF_CACHE_DIR or ~/.cache/torch_trt_ref/engines)")
 
 
+def model_help() -> str:
+    from zoo.user_model import MODEL_HELP
+
+    return MODEL_HELP
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="torch-trt-ref", description=__doc__)
     parser.add_argument("--traceback", action="store_true",
@@ -320,7 +267,7 @@ def build_parser() -> argparse.ArgumentParser:
                                      "options")
     c = sub.add_parser("compile", help="compile a zoo model or your own and print its "
                                        "report (--dryrun: the plan, nothing built)")
-    c.add_argument("model", help=MODEL_HELP)
+    c.add_argument("model", help=model_help())
     _add_settings_options(c)
     c.add_argument("--dryrun", action="store_true",
                    help="lower and partition only: print the segments, per-op support with "
@@ -330,7 +277,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.set_defaults(func=_compile_command)
     d = sub.add_parser("debug", help="find the first FX node whose compiled value leaves the "
                                      "float64 rule (layer-wise divergence finder)")
-    d.add_argument("model", help=MODEL_HELP)
+    d.add_argument("model", help=model_help())
     _add_settings_options(d, min_block_size=None)
     d.add_argument("--all", action="store_true", help="list every node, not only the "
                                                       "neighbourhood of the first divergence")

@@ -14,16 +14,15 @@ from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
 from . import conversion  # noqa: F401
-from .build import build_engine
-from .capture import (
-    as_inputs,
+from .arguments import (
     as_model,
-    capture,
+    check_signature,
     keyword_inputs,
     positional_inputs,
-    symbol_ranges,
     train_mode_warning,
 )
+from .build import build_engine
+from .capture import as_inputs, capture, symbol_ranges
 from .conversion import converters  # noqa: F401  (registers the built-in converters)
 from .conversion.interpreter import Interpreter
 from .conversion.registry import CONVERTERS, ConverterRegistry
@@ -108,31 +107,12 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     settings = settings or CompilationSettings.from_kwargs(**kwargs)
     model = as_model(model)
     inputs, kwarg_inputs = positional_inputs(inputs), keyword_inputs(kwarg_inputs)
-    _check_signature(model, inputs, kwarg_inputs)
+    check_signature(model, inputs, kwarg_inputs)
     training = train_mode_warning(model)
     if training:
         warnings.warn(training, stacklevel=2)
     with _existing_objects_frozen():
         return _compile(model, inputs, kwarg_inputs, settings, registry)
-
-
-def _check_signature(model, inputs: list, kwarg_inputs: dict) -> None:
-    """The example inputs must bind to ``model.forward``; else a TypeError naming the
-    signature (rather than torch.export's error from deep inside tracing)."""
-    if not isinstance(model, torch.nn.Module):
-        return
-    import inspect
-
-    try:
-        signature = inspect.signature(model.forward)
-    except (TypeError, ValueError):  # a builtin or scripted forward: let capture decide
-        return
-    try:
-        signature.bind(*inputs, **kwarg_inputs)
-    except TypeError as err:
-        raise TypeError(f"the example inputs do not fit {type(model).__name__}.forward"
-                        f"{signature}: {err}. Give one example per argument: inputs=(...) "
-                        "positionally, kwarg_inputs={...} by name") from None
 
 
 @contextmanager
