@@ -1,30 +1,54 @@
-"""The ``torch-trt-ref`` command: ``compile <zoo model>`` prints a compile report;
-``debug <zoo model>`` finds where the compiled model's error starts; ``onnx MODEL.onnx``
-runs an ONNX model, parsed by TensorRT's ONNX parser, on the reference executor; ``zoo
-run|report|compare`` drive the model-zoo harness."""
+"""The ``torch-trt-ref`` command: ``compile MODEL`` prints a compile report (``--dryrun``:
+the plan only); ``debug MODEL`` finds where the compiled model's error starts (MODEL: a zoo
+model name or ``path/to/file.py:factory``); ``onnx MODEL.onnx`` runs an ONNX model, parsed
+by TensorRT's ONNX parser, on the reference executor; ``zoo run|report|compare|list|anchors``
+drive the model-zoo harness. Errors are one line on stderr and exit code 2."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 import torch
 
 
+def model_entry(spec: str):
+    """The zoo entry named ``spec``, or an entry for a user's ``path/to/file.py:factory``
+    (``zoo.user_model``)."""
+    from zoo.user_model import is_file_spec, load
+
+    if is_file_spec(spec):
+        return load(spec)
+    from zoo.registry import get
+
+    return get(spec)
+
+
 def _compile_command(args: argparse.Namespace) -> int:
     import torch_trt_ref
     from torch_trt_ref.memory import PeakRSS
-    from zoo.registry import get
 
-    entry = get(args.model)
+    settings = _settings(args)
+    torch_trt_ref.CompilationSettings.from_kwargs(dryrun=args.dryrun, **settings)  # fail early
+    _check_writable(args.json, "--json")
+    entry = model_entry(args.model)
     model = entry.factory()
     inputs, kwargs = entry.inputs()
-    settings = _settings(args)
-    print(f"compiling {entry.name}: {entry.description}", file=sys.stderr)
+    print(f"{'planning' if args.dryrun else 'compiling'} {entry.name}: {entry.description}",
+          file=sys.stderr)
     with PeakRSS() as rss:
-        compiled = torch_trt_ref.compile(model, inputs, kwargs, **settings)
+        compiled = torch_trt_ref.compile(model, inputs, kwargs, dryrun=args.dryrun, **settings)
     report = compiled.compile_report
+    if args.dryrun:
+        print(f"model: {entry.name}, precision {args.precision}, partitioner "
+              f"{args.partitioner}")
+        print(report.render())
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"model": entry.name, **report.to_json()}, f, indent=1, default=str)
+        return 0
     report.peak_rss_bytes = rss.above_baseline
     with torch.no_grad():
         expected = model(*inputs, **kwargs)
@@ -68,19 +92,31 @@ def _settings(args: argparse.Namespace) -> dict:
         del settings["min_block_size"]
     if args.cpu_memory_budget:
         settings["cpu_memory_budget"] = args.cpu_memory_budget
+    if args.cache_dir and os.path.exists(args.cache_dir) and not os.path.isdir(args.cache_dir):
+        raise ValueError(f"--cache-dir {args.cache_dir}: is a file; give a directory (created "
+                       "when missing)")
     if args.cache or args.cache_dir:
         settings.update(cache_engines=True, engine_cache_dir=args.cache_dir)
     return settings
 
 
+def _check_writable(path: str | None, option: str) -> None:
+    """An output file's directory must exist before minutes of compiling, not after."""
+    folder = os.path.dirname(os.path.abspath(path)) if path else None
+    if folder and not os.path.isdir(folder):
+        raise ValueError(f"{option} {path}: no directory {folder}; create it or choose another "
+                       "path")
+
+
 def _debug_command(args: argparse.Namespace) -> int:
     from torch_trt_ref import debug
-    from zoo.registry import get
 
-    entry = get(args.model)
+    settings = _settings(args)  # before the model is built: a bad option fails at once
+    _check_writable(args.json, "--json")
+    entry = model_entry(args.model)
     model = entry.factory()
     inputs, kwargs = entry.inputs()
-    settings = {**entry.compile_settings, **_settings(args), "progress": False}
+    settings = {**entry.compile_settings, **settings, "progress": False}
     print(f"debugging {entry.name}: {entry.description}", file=sys.stderr)
     report = debug.compare(model, inputs, kwargs, **settings)
     print(f"model: {entry.name}, precision {args.precision}, partitioner {args.partitioner}")
@@ -189,14 +225,26 @@ def _add_settings_options(p: argparse.ArgumentParser, min_block_size: int | None
     """The compile settings both ``compile`` and ``debug`` take."""
     from torch_trt_ref.settings import EXECUTORS, PARTITIONERS, PRECISIONS
 
-    p.add_argument("--precision", choices=PRECISIONS, default="fp32")
-    p.add_argument("--partitioner", choices=PARTITIONERS, default="fast")
-    p.add_argument("--executor", choices=EXECUTORS, default="auto")
-    p.add_argument("--min-block-size", type=int, default=min_block_size)
+    p.add_argument("--precision", choices=PRECISIONS, default="fp32",
+                   help="compile precision: weights and activations cast in lowering "
+                        "(default fp32)")
+    p.add_argument("--partitioner", choices=PARTITIONERS, default="fast",
+                   help="partition strategy (docs/partitioning.md; default fast)")
+    p.add_argument("--executor", choices=EXECUTORS, default="auto",
+                   help="what runs the engines: tensorrt (a supported GPU), reference "
+                        "(torch ops, any device) or auto (default)")
+    p.add_argument("--min-block-size", type=int, default=min_block_size,
+                   help="TensorRT segments with fewer compute nodes run in PyTorch "
+                        + (f"(default {min_block_size})" if min_block_size is not None
+                           else "(default: the zoo entry's, else 5)"))
     p.add_argument("--torch-executed-ops", nargs="*", metavar="OP",
                    help="ops forced to PyTorch, e.g. aten::add or aten.add.Tensor")
-    p.add_argument("--resource-partitioning", action="store_true")
-    p.add_argument("--cpu-memory-budget", type=int, default=None, help="bytes")
+    p.add_argument("--resource-partitioning", action="store_true",
+                   help="split TensorRT segments whose engines would not fit "
+                        "--cpu-memory-budget")
+    p.add_argument("--cpu-memory-budget", type=int, default=None,
+                   help="bytes of CPU memory for building (each engine gets a quarter); "
+                        "default: the available memory")
     p.add_argument("--cache", action="store_true",
                    help="reuse engines from the engine cache (and store new ones there)")
     p.add_argument("--cache-dir", default=None,
@@ -204,17 +252,32 @@ def _add_settings_options(p: argparse.ArgumentParser, min_block_size: int | None
                         "$TORCH_TRT_REF_CACHE_DIR or ~/.cache/torch_trt_ref/engines)")
 
 
+def model_help() -> str:
+    from zoo.user_model import MODEL_HELP
+
+    return MODEL_HELP
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="torch-trt-ref", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
-    c = sub.add_parser("compile", help="compile a zoo model and print its report")
-    c.add_argument("model", help="zoo model name (torch-trt-ref zoo list)")
+    parser.add_argument("--traceback", action="store_true",
+                        help="on an error, show the full Python traceback instead of one line")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
+                                help="one of the commands below; COMMAND --help for its "
+                                     "options")
+    c = sub.add_parser("compile", help="compile a zoo model or your own and print its "
+                                       "report (--dryrun: the plan, nothing built)")
+    c.add_argument("model", help=model_help())
     _add_settings_options(c)
+    c.add_argument("--dryrun", action="store_true",
+                   help="lower and partition only: print the segments, per-op support with "
+                        "reasons, what min_block_size sent to PyTorch, and the estimated "
+                        "engines and their weights; nothing is converted or built")
     c.add_argument("--json", default=None, help="also write the report as JSON here")
     c.set_defaults(func=_compile_command)
     d = sub.add_parser("debug", help="find the first FX node whose compiled value leaves the "
                                      "float64 rule (layer-wise divergence finder)")
-    d.add_argument("model", help="zoo model name (torch-trt-ref zoo list)")
+    d.add_argument("model", help=model_help())
     _add_settings_options(d, min_block_size=None)
     d.add_argument("--all", action="store_true", help="list every node, not only the "
                                                       "neighbourhood of the first divergence")
@@ -244,11 +307,31 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    return run_reporting_errors(args.func, args, getattr(args, "traceback", False))
+
+
+def run_reporting_errors(func, args, traceback: bool = False) -> int:
+    """``func(args)``; an exception becomes one line on stderr and exit code 2 (the
+    traceback only with ``--traceback``)."""
     try:
-        return args.func(args)
-    except (ValueError, KeyError) as err:
-        print(f"error: {err}", file=sys.stderr)
+        return func(args)
+    except Exception as err:  # noqa: BLE001  (every error of a command is reported)
+        if traceback:
+            raise
+        print(f"error: {error_line(err)}", file=sys.stderr)
         return 2
+
+
+def error_line(err: Exception) -> str:
+    """The message of ``err`` for a user: the text of the errors we raise on purpose as
+    is, an OS error as "path: reason", anything else with its type and a hint."""
+    if isinstance(err, KeyError) and err.args:
+        return str(err.args[0])
+    if isinstance(err, OSError) and err.filename is not None:
+        return f"{err.filename}: {err.strerror or err}"
+    if isinstance(err, (ValueError, TypeError, OSError)):
+        return str(err)
+    return f"{type(err).__name__}: {err} (rerun with --traceback for the full traceback)"
 
 
 if __name__ == "__main__":

@@ -14,6 +14,13 @@ from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
 from . import conversion, torchscript  # noqa: F401
+from .arguments import (
+    as_model,
+    check_signature,
+    keyword_inputs,
+    positional_inputs,
+    train_mode_warning,
+)
 from .build import build_engine
 from .capture import as_inputs, capture, example_args, symbol_ranges
 from .conversion import converters  # noqa: F401  (registers the built-in converters)
@@ -87,10 +94,23 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     Returns a ``torch.fx.GraphModule`` that takes the same inputs and returns the same
     output structure as ``model``; TensorRT segments are ``EngineModule`` submodules.
     ``settings`` or keyword settings (see ``CompilationSettings``) control the compile;
-    ``result.compile_report`` says what happened."""
+    ``result.compile_report`` says what happened.
+
+    ``inputs`` is a tuple or list (a single tensor or Input counts as a 1-tuple); ``model``
+    an nn.Module, an ExportedProgram or a plain function of tensors. A model in train mode
+    is compiled with eval semantics (a warning says so; the model keeps its mode). The
+    result raises TypeError for an input of another dtype than it was compiled for.
+    With ``dryrun=True`` nothing is converted or built: every segment runs in PyTorch and
+    ``compile_report`` is the plan (``compile_report.render()``; docs/partitioning.md)."""
     if settings is not None and kwargs:
         raise ValueError("pass either settings=CompilationSettings(...) or keyword settings")
     settings = settings or CompilationSettings.from_kwargs(**kwargs)
+    model = as_model(model)
+    inputs, kwarg_inputs = positional_inputs(inputs), keyword_inputs(kwarg_inputs)
+    check_signature(model, inputs, kwarg_inputs)
+    training = train_mode_warning(model)
+    if training:
+        warnings.warn(training, stacklevel=2)
     with _existing_objects_frozen():
         return _compile(model, inputs, kwarg_inputs, settings, registry)
 
@@ -138,6 +158,9 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
         report.partition = result.to_json()
         stitched = stitch(gm, result)
     say(str(result))
+    if settings.dryrun:
+        return _dry_run(stitched, gm, result, settings, device, report, model, inputs,
+                        kwarg_inputs, specs)
     ranges = symbol_ranges(gm, specs)
     cache = (EngineCache(settings.engine_cache_path, settings.engine_cache_size)
              if settings.cache_engines else None)
@@ -166,7 +189,45 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             dict(engine.converters_used), engine.cache_hit))
     stitched.compile_report = report
     stitched.partition_result = result
+    _guard_input_dtypes(stitched, model, inputs, kwarg_inputs, specs)
     return stitched
+
+
+def _dry_run(stitched, gm, result, settings, device, report, model, inputs, kwarg_inputs,
+             specs) -> GraphModule:
+    """``dryrun=True``: the plan without conversion or build. Every segment stays a
+    PyTorch GraphModule (TensorRT segments too, so the module runs and equals eager), and
+    ``compile_report`` carries the plan (``dryrun.plan_summary``)."""
+    from .dryrun import plan_summary
+
+    report.dryrun = True
+    report.plan = plan_summary(gm, result, settings)
+    for i, seg in enumerate(result.segments):
+        _upcast(segment_name(i, seg), getattr(stitched, segment_name(i, seg)), settings,
+                device, report)
+    stitched.compile_report = report
+    stitched.partition_result = result
+    _guard_input_dtypes(stitched, model, inputs, kwarg_inputs, specs)
+    return stitched
+
+
+def _guard_input_dtypes(stitched: GraphModule, model, inputs, kwarg_inputs, specs) -> None:
+    """Install ``InputDtypeGuard`` on the compiled module: an input of another dtype than
+    the example it was compiled for is a TypeError, not a silent cast."""
+    from .runtime.guard import InputDtypeGuard
+
+    names = [f"input {i}" for i in range(len(inputs))]
+    if isinstance(model, torch.nn.Module):
+        import inspect
+
+        try:
+            params = list(inspect.signature(model.forward).parameters)
+            names = [params[i] if i < len(params) else names[i] for i in range(len(inputs))]
+        except (TypeError, ValueError):
+            pass
+    positional = [(n, spec.dtype) for n, spec in zip(names, specs)]
+    keyword = {k: spec.dtype for k, spec in zip(kwarg_inputs, specs[len(inputs):])}
+    stitched.register_forward_pre_hook(InputDtypeGuard(positional, keyword), with_kwargs=True)
 
 
 def _upcast(name: str, segment: GraphModule, settings: CompilationSettings,

@@ -42,6 +42,9 @@ class CompileReport:
     # how a TorchScript model became a graph (empty for nn.Module / ExportedProgram)
     frontend: str = ""
     peak_rss_bytes: int | None = None
+    # dryrun=True: nothing was converted or built; ``plan`` is dryrun.plan_summary's data
+    dryrun: bool = False
+    plan: dict[str, Any] = field(default_factory=dict)
 
     @contextmanager
     def phase(self, name: str):
@@ -78,9 +81,13 @@ class CompileReport:
                 "fallbacks": self.fallbacks, "upcasts": self.upcasts, "lowering": self.lowering,
                 "frontend": self.frontend,
                 "peak_rss_bytes": self.peak_rss_bytes,
-                "counts": self.counts}
+                "counts": self.counts, "dryrun": self.dryrun, "plan": self.plan}
 
     def render(self) -> str:
+        if self.dryrun:
+            from .dryrun import render_dry_run
+
+            return render_dry_run(self)
         counts = self.counts
         sup = self.support
         lines = [

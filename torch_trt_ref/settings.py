@@ -139,6 +139,7 @@ class CompilationSettings:
     torch_executed_modules: frozenset[str] = frozenset()
     # torch.compile backend: the max of a dynamic dim's profile when torch leaves it unbounded
     dynamic_max_size: int = 4096
+    dryrun: bool = False  # lower and partition only: the plan, nothing converted or built
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -163,6 +164,10 @@ class CompilationSettings:
             object.__setattr__(self, "cpu_memory_budget", _default_cpu_budget())
         if self.engine_cache_dir is not None:
             object.__setattr__(self, "cache_engines", True)
+            if os.path.exists(self.engine_cache_dir) and not os.path.isdir(
+                    self.engine_cache_dir):
+                raise ValueError(f"engine_cache_dir={self.engine_cache_dir!r} is a file; "
+                                 "give a directory (it is created when missing)")
         for name in ("torch_executed_ops", "enabled_decompositions", "disabled_decompositions"):
             object.__setattr__(self, name, normalize_ops(getattr(self, name), name))
         object.__setattr__(self, "backend_priority", tuple(self.backend_priority))

@@ -132,8 +132,11 @@ def anchors_command(args: argparse.Namespace) -> int:
 def add_subcommands(subparsers) -> None:
     """Register ``zoo`` with its ``run``, ``report``, ``compare`` and ``list`` commands on an
     argparse subparsers object; each sets ``func(args) -> exit code``."""
-    zoo = subparsers.add_parser("zoo", help="model-zoo harness: run, report, compare")
-    sub = zoo.add_subparsers(dest="zoo_command", required=True)
+    zoo = subparsers.add_parser("zoo", help="model-zoo harness: run, report, compare, list, "
+                                "anchors")
+    sub = zoo.add_subparsers(dest="zoo_command", required=True, metavar="ZOO_COMMAND",
+                             help="one of the commands below; ZOO_COMMAND --help for its "
+                                  "options")
 
     run = sub.add_parser("run", help="compile zoo models over strategies x precisions")
     which = run.add_mutually_exclusive_group()
@@ -142,10 +145,13 @@ def add_subcommands(subparsers) -> None:
                        "dynamic sequence length (zoo.matrix.quick_matrix)")
     which.add_argument("--full", action="store_true",
                        help="every model x strategy x resource partitioning x precision")
-    run.add_argument("--models", nargs="+", choices=sorted(ZOO), metavar="MODEL")
+    run.add_argument("--models", nargs="+", choices=sorted(ZOO), metavar="MODEL",
+                     help="zoo models to run (torch-trt-ref zoo list)")
     run.add_argument("--tags", nargs="+", help="models with any of these tags")
-    run.add_argument("--strategies", nargs="+", choices=PARTITIONERS)
-    run.add_argument("--precisions", nargs="+", choices=PRECISIONS)
+    run.add_argument("--strategies", nargs="+", choices=PARTITIONERS,
+                     help="partition strategies (default: all)")
+    run.add_argument("--precisions", nargs="+", choices=PRECISIONS,
+                     help="compile precisions (default: all)")
     run.add_argument("--rp", choices=sorted(RP_CHOICES),
                      help="resource partitioning cells (default: off; both with --full)")
     run.add_argument("--budget-fraction", type=float, default=DEFAULT_BUDGET_FRACTION,
@@ -162,7 +168,8 @@ def add_subcommands(subparsers) -> None:
                      help="subprocess: a new interpreter per cell (default; faithful compile "
                      "times); fork: from a preloaded forkserver (faster sweeps, compiles "
                      "~0.5-1 s slower); none: in this process (debugging, RSS not isolated)")
-    run.add_argument("--no-progress", action="store_true")
+    run.add_argument("--no-progress", action="store_true",
+                     help="no per-cell progress lines on stderr")
     run.add_argument("--no-report", action="store_true", help="skip the .md/.html reports")
     run.add_argument("--fail-on-error", action="store_true",
                      help="exit 1 when any cell failed (default: failures are data)")
@@ -175,14 +182,14 @@ def add_subcommands(subparsers) -> None:
     anc.set_defaults(func=anchors_command)
 
     rep = sub.add_parser("report", help="markdown/HTML report of JSON-lines records")
-    rep.add_argument("records", nargs="+")
+    rep.add_argument("records", nargs="+", help="JSON-lines files written by zoo run")
     rep.add_argument("--markdown", help="write markdown here (default: print it)")
     rep.add_argument("--html", help="write the HTML report (with plots) here")
     rep.set_defaults(func=report_command)
 
     c = sub.add_parser("compare", help="delta table of two sweeps; exit 1 on a regression")
-    c.add_argument("base")
-    c.add_argument("new")
+    c.add_argument("base", help="JSON-lines records of the baseline sweep")
+    c.add_argument("new", help="JSON-lines records of the sweep to judge")
     c.add_argument("--counts-only", action="store_true",
                    help="only status, partition and op counts (machine-independent)")
     c.add_argument("--strict", action="store_true",
@@ -203,7 +210,9 @@ def add_subcommands(subparsers) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from torch_trt_ref.cli import run_reporting_errors
+
     parser = argparse.ArgumentParser(prog="python -m zoo")
     add_subcommands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(["zoo", *(argv if argv is not None else sys.argv[1:])])
-    return args.func(args)
+    return run_reporting_errors(args.func, args)

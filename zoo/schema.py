@@ -80,10 +80,20 @@ def read_records(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list
 
 
 def _read_one(path: Path) -> Iterator[dict]:
+    if not path.is_file():
+        raise ValueError(f"{path}: no such file; expected a JSON-lines file of zoo records "
+                         "(written by `torch-trt-ref zoo run --out FILE`)")
     for lineno, line in enumerate(path.read_text().splitlines(), 1):
         if not line.strip():
             continue
-        record = json.loads(line)
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as err:
+            raise ValueError(f"{path}:{lineno}: not a JSON record ({err.msg}); expected the "
+                             "JSON-lines output of `torch-trt-ref zoo run`") from None
+        if not isinstance(record, dict):
+            raise ValueError(f"{path}:{lineno}: a JSON {type(record).__name__}, not a zoo "
+                             "record; expected the JSON-lines output of `torch-trt-ref zoo run`")
         version = record.get("schema_version")
         if version not in READABLE_VERSIONS:
             raise ValueError(f"{path}:{lineno}: schema_version {version!r}; this zoo reads "

@@ -48,8 +48,14 @@ def select_converter(node: Node, settings: CompilationSettings,
     if not candidates:
         return None, f"no converter for {op_name(node.target)}"
     dynamic = has_dynamic_shapes(node)
+    read, made = unbacked_symbols(node) if dynamic else (set(), set())
     reasons = []
     for support in candidates:
+        # an op with an output allocator makes its own data-dependent sizes (nonzero's u0)
+        needed = read if support.requires_output_allocator else read | made
+        if needed and not support.supports_unbacked_symbols:
+            reasons.append(_unbacked_reason(node, needed, support))
+            continue
         if dynamic and not support.supports_dynamic_shapes \
                 and not settings.assume_dynamic_shape_support:
             reasons.append(f"converter of {support.name} does not support dynamic shapes")
@@ -67,6 +73,53 @@ def _fake_values(node: Node) -> list[Any]:
     for v in vals:
         flat.extend(v if isinstance(v, (tuple, list)) else [v])
     return flat
+
+
+# Note [Data-dependent sizes]: an unbacked symbol (u0, u1, ...) is a size torch.export
+# cannot know before running the model: the row count of nonzero, the length after boolean
+# indexing, a size read with .item(). TensorRT needs a range for every dynamic dim of an
+# engine input, and an unbacked symbol has none (its range is 0..inf), so a segment that
+# takes such a tensor always failed at conversion ("cannot bound dimension u0") and fell
+# back with a warning. The capability check now says so up front: a node whose values have
+# unbacked sizes runs in PyTorch unless its converter declares ``unbacked=True``; a
+# converter with an output allocator may make new ones (its own output), not read them.
+
+def unbacked_symbols(node: Node) -> tuple[set, set]:
+    """The unbacked symbols in the sizes of ``node``'s inputs, and those only its own
+    output has (the ones it makes). Note [Data-dependent sizes]."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    read: set = set()
+    for arg in node.all_input_nodes:
+        read |= free_unbacked_symbols(arg.meta.get("val"))
+    return read, free_unbacked_symbols(node.meta.get("val")) - read
+
+
+def _unbacked_reason(node: Node, symbols: set, support: ConverterSupport) -> str:
+    names = ", ".join(sorted(str(s) for s in symbols))
+    made_by = _makers(node, symbols)
+    where = f", made by {', '.join(made_by)}" if made_by else ""
+    return (f"its sizes depend on data (unbacked {names}{where}, no range to build for); "
+            f"converter of {support.name} does not declare unbacked=True")
+
+
+def _makers(node: Node, symbols: set) -> list[str]:
+    """Names of the nodes that made ``symbols`` (their ``unbacked_bindings``), found by
+    walking up the inputs that carry them."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    found, seen, todo = [], set(), [node]
+    while todo and len(seen) < 10_000:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if set(n.meta.get("unbacked_bindings") or ()) & symbols:
+            found.append(n.name)
+            continue
+        todo += [a for a in n.all_input_nodes
+                 if free_unbacked_symbols(a.meta.get("val")) & symbols]
+    return sorted(found)
 
 
 def has_dynamic_shapes(node: Node) -> bool:

@@ -32,6 +32,9 @@ class ConverterSupport:
     requires_output_allocator: bool = False
     priority: int = BUILTIN_PRIORITY
     family: str = "misc"
+    # Handles tensors whose sizes are unbacked symbols (data-dependent, e.g. the u0 of
+    # nonzero's output) arriving as inputs: see interpreter.unbacked_symbols.
+    supports_unbacked_symbols: bool = False
 
     @property
     def name(self) -> str:
@@ -86,19 +89,23 @@ def converter(
     priority: int = BUILTIN_PRIORITY,
     family: str | None = None,
     registry: ConverterRegistry | None = None,
+    unbacked: bool = False,
 ):
     """Register ``fn(ctx, **aten_args)`` as the converter of each target.
 
     ``validator(node, settings)`` returns None (or True) when the node is supported, else
     a short reason. ``dynamic`` declares symbolic-shape support; ``output_allocator`` marks
-    data-dependent output shapes. User converters pass a higher ``priority`` to override."""
+    data-dependent output shapes (the unbacked symbols the op itself makes); ``unbacked``
+    declares that the converter handles data-dependent sizes anywhere in its inputs and
+    outputs (without it such nodes run in PyTorch). User converters pass a higher
+    ``priority`` to override."""
 
     def wrap(fn):
         fam = family or fn.__module__.rsplit(".", 1)[-1]
         for target in targets:
             (registry or CONVERTERS).register(
                 ConverterSupport(target, fn, validator or _accept, dynamic, output_allocator,
-                                 priority, fam)
+                                 priority, fam, unbacked)
             )
         return fn
 
