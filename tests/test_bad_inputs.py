@@ -87,7 +87,8 @@ def test_a_function_is_compiled_as_a_module_without_weights():
 
 def test_an_object_that_is_not_a_model_is_an_error():
     with pytest.raises(TypeError, match=r"model: got a str, which cannot be called. Accepted: "
-                       r"a torch.nn.Module, a torch.export.ExportedProgram, or a Python "
+                       r"a torch.nn.Module \(scripted or traced ones too\), a "
+                       r"torch.export.ExportedProgram, a TorchScript function, or a Python "
                        r"function"):
         ttr.compile("resnet18", (torch.randn(1, 3, 8, 8),))
 
