@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import logging
+import operator
 import warnings
 from contextlib import contextmanager
 from typing import Any, Sequence
@@ -32,6 +33,7 @@ from .partitioning.upcast import upcast_missing_kernels
 from .report import CompileReport, EngineRecord
 from .runtime.module import EngineModule, choose_executor
 from .settings import CompilationSettings
+from .weights import WeightTracer, own_weights, recording, storages_of, traced
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +127,18 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
     with report.phase("capture"):
         ep = capture(model, list(inputs), dict(kwarg_inputs), settings.record_stack_traces)
     say(f"captured in {report.phases['capture']:.2f}s")
+    tracer = WeightTracer(dict(ep.state_dict))
+    with recording(tracer):
+        stitched = _compile_program(ep, specs, device, executor, settings, registry, report,
+                                    tracer, say)
+    # The module holds its own weights, as an engine does (D11): nothing aliases the
+    # caller's parameters, buffers or constants, whatever the precision.
+    own_weights(stitched, storages_of([*ep.state_dict.values(), *ep.constants.values()]),
+                [m.engine.snapshot for m in stitched.modules() if isinstance(m, EngineModule)])
+    return stitched
+
+
+def _compile_program(ep, specs, device, executor, settings, registry, report, tracer, say):
     with report.phase("lowering"):
         gm = lower_program(ep, settings)
     report.lowering = gm.meta.get("lowering", "")
@@ -152,7 +166,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             f"/{n_trt}, {seg.compute_size()} ops)")
         submodule = getattr(stitched, name)
         engine = _compile_segment(name, submodule, ranges, settings, registry, report, executor,
-                                  cache)
+                                  cache, tracer)
         if engine is None:
             _upcast(name, submodule, settings, device, report)
             continue
@@ -160,9 +174,15 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
         report.engines.append(EngineRecord(
             name, engine.layer_count, engine.nbytes, engine.snapshot.weight_bytes(),
             engine.build_seconds, executor, [s.to_json() for s in engine.inputs],
-            dict(engine.converters_used), engine.cache_hit))
+            dict(engine.converters_used), engine.cache_hit, engine.cache_refit,
+            engine.plan_current))
+    for path, sub in stitched.named_modules():  # weights of PyTorch segments, for refit
+        if isinstance(sub, GraphModule):
+            for node in sub.graph.find_nodes(op="get_attr"):
+                tracer.output(("attr", path, node.target), operator.attrgetter(node.target)(sub))
     stitched.compile_report = report
     stitched.partition_result = result
+    stitched.weight_program = tracer.finish()
     return stitched
 
 
@@ -187,19 +207,28 @@ def _progress(settings: CompilationSettings):
     return say
 
 
-def _compile_segment(name, submodule, ranges, settings, registry, report, executor, cache):
+def _compile_segment(name, submodule, ranges, settings, registry, report, executor, cache,
+                     tracer=None):
     """Convert and build one segment; on failure warn and keep it in PyTorch unless full
-    compilation was required."""
+    compilation was required. ``tracer`` learns which layer weights derive from the model
+    (outputs of the weight program: refit recomputes them, the engine cache key omits
+    them)."""
     placeholders = [n for n in submodule.graph.nodes if n.op == "placeholder"]
     try:
         specs = [spec_from_fake(n.name, n.meta["val"], ranges) for n in placeholders]
-        with report.phase("conversion"):
+        with report.phase("conversion"), traced():
             network = Interpreter(submodule, specs, settings, registry).run()
+        model_weights = {(layer, role): tensor
+                         for layer, roles in network.ctx.weight_sources.items()
+                         for role, tensor in roles.items()
+                         if tracer is not None and tracer.ref(tensor) is not None}
         with report.phase("build"):
-            engine = build_engine(network, settings, cache)
+            engine = build_engine(network, settings, cache, set(model_weights))
         missing = engine.snapshot.unsupported_kinds()
         if missing and executor == "reference":
             raise RuntimeError(f"reference executor has no function for layer kinds {missing}")
+        for (layer, role), tensor in model_weights.items():
+            tracer.output(("engine", name, layer, role), tensor)
         return engine
     except Exception as err:  # one failed segment falls back to PyTorch
         if settings.require_full_compilation:

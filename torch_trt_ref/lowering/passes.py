@@ -9,6 +9,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from ..settings import CompilationSettings
+from ..weights import traced
 
 aten = torch.ops.aten
 
@@ -130,7 +131,7 @@ def fold_constants(gm: GraphModule, settings: CompilationSettings) -> GraphModul
                 env[n] = n.target(*args, **kwargs)
         return env[n]
 
-    with torch.no_grad():
+    with torch.no_grad(), traced():  # refit replays these computations (Note [Weight program])
         for i, node in enumerate(roots):
             result = value(node)
             if not isinstance(result, torch.Tensor):
