@@ -58,7 +58,8 @@ def refit(compiled: GraphModule,
                 [engines[name].engine.snapshot for name in updated])
     for name in updated:
         engines[name].engine.refit_plan()
-        engines[name]._trt = None  # a deserialized engine holds the old weights
+        holder = getattr(engines[name], "handle", engines[name])
+        holder._trt = None  # a deserialized engine holds the old weights
     return compiled
 
 
