@@ -24,7 +24,6 @@ from typing import Any, Callable, Hashable, Iterator
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.overrides import TorchFunctionMode, resolve_name
-from torch.utils._pytree import tree_flatten, tree_map, tree_unflatten
 from torch.utils.weak import WeakIdKeyDictionary
 
 # Calls whose Python result depends on a tensor's values (not only its metadata).
@@ -52,9 +51,13 @@ class _Func:
     do not pickle themselves)."""
 
     def __init__(self, fn: Callable, name: str | None = None):
-        self.fn = fn
-        self.name = name or (resolve_name(fn) if getattr(fn, "__module__", None) != __name__
-                             else None)
+        self.fn, self._name = fn, name
+
+    @property
+    def name(self) -> str | None:
+        if self._name is None and getattr(self.fn, "__module__", None) != __name__:
+            self._name = resolve_name(self.fn)
+        return self._name
 
     def __call__(self, *args, **kwargs):
         return self.fn(*args, **kwargs)
@@ -135,7 +138,7 @@ class WeightProgram:
         load = lambda a: values[a.index] if isinstance(a, Ref) else a  # noqa: E731
         with torch.no_grad():
             for step in self.steps:
-                args, kwargs = tree_map(load, (step.args, step.kwargs))
+                args, kwargs = _map(step.args, load), _map(step.kwargs, load)
                 if step.writes and not isinstance(step.args[0], Ref):
                     args = (args[0].clone(), *args[1:])
                 out = step.func(*args, **kwargs)
@@ -214,15 +217,16 @@ class WeightTracer(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        flat, spec = tree_flatten((args, kwargs))
-        refs = [self.ref(a) for a in flat]
-        if not any(refs):
+        if not any(self.ref(a) is not None for a in _tensors((args, kwargs))):
             return out
         name = getattr(func, "__name__", "")
         writes = name in _WRITES or (name.endswith("_") and not name.endswith("__"))
-        recorded = tree_unflatten([r if r is not None else _keep(a, writes and i == 0)
-                                   for i, (a, r) in enumerate(zip(flat, refs))], spec)
-        step = Step(_Func(func), recorded[0], recorded[1], None, writes=writes)
+        record = lambda a: _keep(a, False) if (ref := self.ref(a)) is None else ref  # noqa: E731
+        recorded_args, recorded_kwargs = _map(tuple(args), record), _map(kwargs, record)
+        if writes and args and not isinstance(recorded_args[0], Ref):
+            # a step that writes into a constant gets its own copy of it
+            recorded_args = (_keep(args[0], True), *recorded_args[1:])
+        step = Step(_Func(func), recorded_args, recorded_kwargs, None, writes=writes)
         if name == "__iter__":  # recorded as the tuple of rows it yields
             out = tuple(out)
             step.func = _Func(_tuple_of)
@@ -255,18 +259,49 @@ class WeightTracer(TorchFunctionMode):
         for step in reversed(program.steps):
             outs = [step.outs] if isinstance(step.outs, Ref) else (step.outs or [])
             produces = {r.index for r in outs if r is not None}
-            reads = {a.index for a in tree_flatten((step.args, step.kwargs))[0]
-                     if isinstance(a, Ref)}
+            reads = {a.index for a in _refs((step.args, step.kwargs))}
             # a guard, a step something needs, or a write into a tensor something reads
             if step.outs is None or produces & live or (step.writes and reads & live):
                 kept.append(step)
                 live |= reads
         program.steps = kept[::-1]
-        used = {a.index for s in program.steps
-                for a in tree_flatten((s.args, s.kwargs))[0] if isinstance(a, Ref)}
+        used = {a.index for s in program.steps for a in _refs((s.args, s.kwargs))}
         used |= {ref.index for ref in program.outputs.values()}
         program.roots = {n: r for n, r in program.roots.items() if r.ref.index in used}
         return program
+
+
+def _map(value: Any, fn: Callable) -> Any:
+    """``fn`` applied to every leaf of nested tuples, lists and dicts (their types kept: a
+    tuple index and a list index mean different things)."""
+    if type(value) in (tuple, list):
+        return type(value)(_map(v, fn) for v in value)
+    if type(value) is dict:
+        return {k: _map(v, fn) for k, v in value.items()}
+    return fn(value)
+
+
+def _refs(value: Any) -> Iterator[Ref]:
+    if isinstance(value, Ref):
+        yield value
+    elif type(value) in (tuple, list):
+        for item in value:
+            yield from _refs(item)
+    elif type(value) is dict:
+        for item in value.values():
+            yield from _refs(item)
+
+
+def _tensors(value: Any) -> Iterator[torch.Tensor]:
+    """The tensors in nested tuples, lists and dicts of call arguments."""
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif type(value) in (tuple, list):
+        for item in value:
+            yield from _tensors(item)
+    elif type(value) is dict:
+        for item in value.values():
+            yield from _tensors(item)
 
 
 def _keep(value: Any, written: bool) -> Any:
