@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import torch_trt_ref
-from torch_trt_ref.accuracy import judge, tensors, to_float64
+from torch_trt_ref.accuracy import judge, tensors
 from torch_trt_ref.refit import RefitError
 from torch_trt_ref.runtime.module import EngineModule
 from torch_trt_ref.runtime.refitter import plans_refittable

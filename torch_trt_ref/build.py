@@ -13,8 +13,14 @@ import torch
 from ._trt import BACKEND, trt
 from .conversion.interpreter import ConvertedNetwork
 from .conversion.shapes import TensorSpec
-from .engine_cache import (EngineCache, PlanFile, build_to_anonymous_file, engine_key,
-                           stream_plan, weights_digest)
+from .engine_cache import (
+    EngineCache,
+    PlanFile,
+    build_to_anonymous_file,
+    engine_key,
+    stream_plan,
+    weights_digest,
+)
 from .runtime.refitter import plan_file_of, plans_refittable, refit_plan
 from .runtime.snapshot import NetworkSnapshot, take_snapshot
 from .settings import CompilationSettings

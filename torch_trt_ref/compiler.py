@@ -33,7 +33,7 @@ from .partitioning.upcast import upcast_missing_kernels
 from .report import CompileReport, EngineRecord
 from .runtime.module import EngineModule, choose_executor
 from .settings import CompilationSettings
-from .weights import WeightTracer, own_weights, recording, storages_of, traced
+from .weights import WeightTracer, current_tracer, own_weights, recording, storages_of, traced
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     if settings is not None and kwargs:
         raise ValueError("pass either settings=CompilationSettings(...) or keyword settings")
     settings = settings or CompilationSettings.from_kwargs(**kwargs)
-    with _existing_objects_frozen():
+    with _existing_objects_frozen(), recording(WeightTracer()):
         return _compile(model, inputs, kwarg_inputs, settings, registry)
 
 
@@ -127,18 +127,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
     with report.phase("capture"):
         ep = capture(model, list(inputs), dict(kwarg_inputs), settings.record_stack_traces)
     say(f"captured in {report.phases['capture']:.2f}s")
-    tracer = WeightTracer(dict(ep.state_dict))
-    with recording(tracer):
-        stitched = _compile_program(ep, specs, device, executor, settings, registry, report,
-                                    tracer, say)
-    # The module holds its own weights, as an engine does (D11): nothing aliases the
-    # caller's parameters, buffers or constants, whatever the precision.
-    own_weights(stitched, storages_of([*ep.state_dict.values(), *ep.constants.values()]),
-                [m.engine.snapshot for m in stitched.modules() if isinstance(m, EngineModule)])
-    return stitched
-
-
-def _compile_program(ep, specs, device, executor, settings, registry, report, tracer, say):
+    current_tracer().add_roots(ep.state_dict)  # refit's inputs (torch_trt_ref.weights)
     with report.phase("lowering"):
         gm = lower_program(ep, settings)
     report.lowering = gm.meta.get("lowering", "")
@@ -166,7 +155,7 @@ def _compile_program(ep, specs, device, executor, settings, registry, report, tr
             f"/{n_trt}, {seg.compute_size()} ops)")
         submodule = getattr(stitched, name)
         engine = _compile_segment(name, submodule, ranges, settings, registry, report, executor,
-                                  cache, tracer)
+                                  cache)
         if engine is None:
             _upcast(name, submodule, settings, device, report)
             continue
@@ -176,14 +165,25 @@ def _compile_program(ep, specs, device, executor, settings, registry, report, tr
             engine.build_seconds, executor, [s.to_json() for s in engine.inputs],
             dict(engine.converters_used), engine.cache_hit, engine.cache_refit,
             engine.plan_current))
-    for path, sub in stitched.named_modules():  # weights of PyTorch segments, for refit
+    stitched.compile_report = report
+    stitched.partition_result = result
+    _hold_weights(stitched, ep)
+    return stitched
+
+
+def _hold_weights(stitched: GraphModule, ep: ExportedProgram) -> None:
+    """The module holds its own weights, as an engine does (design D11): whatever still
+    shares storage with the caller's parameters, buffers or constants is copied. Its
+    ``weight_program`` recomputes every engine weight (registered by ``_compile_segment``)
+    and PyTorch-segment tensor from a state dict, for ``refit``."""
+    tracer = current_tracer()
+    for path, sub in stitched.named_modules():
         if isinstance(sub, GraphModule):
             for node in sub.graph.find_nodes(op="get_attr"):
                 tracer.output(("attr", path, node.target), operator.attrgetter(node.target)(sub))
-    stitched.compile_report = report
-    stitched.partition_result = result
     stitched.weight_program = tracer.finish()
-    return stitched
+    own_weights(stitched, storages_of([*ep.state_dict.values(), *ep.constants.values()]),
+                [m.engine.snapshot for m in stitched.modules() if isinstance(m, EngineModule)])
 
 
 def _upcast(name: str, segment: GraphModule, settings: CompilationSettings,
@@ -207,13 +207,12 @@ def _progress(settings: CompilationSettings):
     return say
 
 
-def _compile_segment(name, submodule, ranges, settings, registry, report, executor, cache,
-                     tracer=None):
+def _compile_segment(name, submodule, ranges, settings, registry, report, executor, cache):
     """Convert and build one segment; on failure warn and keep it in PyTorch unless full
-    compilation was required. ``tracer`` learns which layer weights derive from the model
-    (outputs of the weight program: refit recomputes them, the engine cache key omits
-    them)."""
+    compilation was required. The weight tracer learns which layer weights derive from the
+    model: refit recomputes them, the engine cache key leaves their values out."""
     placeholders = [n for n in submodule.graph.nodes if n.op == "placeholder"]
+    tracer = current_tracer()
     try:
         specs = [spec_from_fake(n.name, n.meta["val"], ranges) for n in placeholders]
         with report.phase("conversion"), traced():

@@ -172,12 +172,16 @@ def _same(a, b) -> bool:
 class WeightTracer(TorchFunctionMode):
     """Records the weight program while a compile derives weights (Note [Weight program])."""
 
-    def __init__(self, state: dict[str, torch.Tensor]):
+    def __init__(self, state: dict[str, torch.Tensor] | None = None):
         super().__init__()
         self.program = WeightProgram()
         self._refs: WeakIdKeyDictionary = WeakIdKeyDictionary()
         self._root_storages: dict[int, Ref] = {}
         self._count = 0
+        self.add_roots(state or {})
+
+    def add_roots(self, state: dict[str, torch.Tensor]) -> None:
+        """The state-dict entries (name -> tensor) the program starts from."""
         for name, tensor in state.items():
             self.program.expected[name] = (tuple(tensor.shape), tensor.dtype)
             if tensor in self._refs:  # a tied weight: one root, read under its first name
