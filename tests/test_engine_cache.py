@@ -39,6 +39,7 @@ def test_second_compile_of_the_same_network_is_a_cache_hit(tmp_path):
     first, e1 = _compile(model, tmp_path)
     second, e2 = _compile(model, tmp_path)
     assert not e1.cache_hit and e2.cache_hit
+    assert not e2.cache_refit and e2.plan_current  # same weights: the plan is used as is
     assert e2.plan == e1.plan and e2.nbytes == e1.nbytes > 0
     assert second.compile_report.engines[0].cache_hit
     assert "from the engine cache" in second.compile_report.render()

@@ -126,6 +126,30 @@ def test_a_weight_read_as_a_python_value_refuses_new_weights():
         program.run({"w": -torch.ones(3)})
 
 
+def test_replay_keeps_writes_views_and_index_kinds():
+    """The program replays in-place writes (into a weight and into a constant), views of a
+    weight made outside the tracer, and tuple vs list indices, as the compile ran them."""
+    weight, table = torch.arange(12.0).reshape(3, 4), torch.zeros(3, 4)
+    tracer = WeightTracer({"w": weight})
+    with tracer:
+        rows = weight[[0, 2]]  # list index: rows 0 and 2
+        corner = weight[(0, 2)]  # tuple index: one element
+        doubled = weight.clone()
+        doubled.mul_(2)
+        table[1] = weight[1]  # a constant written with a weight's row
+        table.add_(weight)  # and added to: replayed on a copy from before the writes
+    late_view = weight.t()  # outside the tracer: found by its storage
+    for key, value in {"rows": rows, "corner": corner, "doubled": doubled, "table": table,
+                       "late_view": late_view}.items():
+        assert tracer.output(key, value), key
+    new = -torch.arange(12.0).reshape(3, 4) - 1
+    got = pickle.loads(pickle.dumps(tracer.finish())).run({"w": new})
+    assert torch.equal(got["rows"], new[[0, 2]]) and torch.equal(got["corner"], new[0, 2])
+    assert torch.equal(got["doubled"], 2 * new) and torch.equal(got["late_view"], new.t())
+    assert torch.equal(got["table"],
+                       torch.stack([torch.zeros(4), new[1], torch.zeros(4)]) + new)
+
+
 def test_cache_hit_with_other_weights_is_refit_not_stale(tmp_path):
     ids = torch.randint(0, 100, (1, 16), generator=torch.Generator().manual_seed(3))
     first, second = _bert(0), _bert(1)

@@ -220,16 +220,20 @@ class WeightTracer(TorchFunctionMode):
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        name = getattr(func, "__name__", "")
+        writes = name in _WRITES or (name.endswith("_") and not name.endswith("__"))
+        # a constant a weight is written into: the program keeps a copy from before the write
+        before = (_keep(args[0], True) if writes and args and isinstance(args[0], torch.Tensor)
+                  and self.ref(args[0]) is None
+                  and any(self.ref(a) is not None for a in _tensors((args[1:], kwargs)))
+                  else None)
         out = func(*args, **kwargs)
         if not any(self.ref(a) is not None for a in _tensors((args, kwargs))):
             return out
-        name = getattr(func, "__name__", "")
-        writes = name in _WRITES or (name.endswith("_") and not name.endswith("__"))
         record = lambda a: _keep(a, False) if (ref := self.ref(a)) is None else ref  # noqa: E731
         recorded_args, recorded_kwargs = _map(tuple(args), record), _map(kwargs, record)
-        if writes and args and not isinstance(recorded_args[0], Ref):
-            # a step that writes into a constant gets its own copy of it
-            recorded_args = (_keep(args[0], True), *recorded_args[1:])
+        if before is not None:
+            recorded_args = (before, *recorded_args[1:])
         step = Step(_Func(func), recorded_args, recorded_kwargs, None, writes=writes)
         if name == "__iter__":  # recorded as the tuple of rows it yields
             out = tuple(out)
