@@ -69,6 +69,10 @@ def test_refit_resnet18_equals_a_fresh_compile_and_the_new_model(resnet):
     assert verdict.passed, verdict.message
     # the plan follows the snapshot where TensorRT can refit it, else it is marked stale
     (engine,) = _engines(compiled)
+    # the refit map names every parameter and statistic the engine's weights come from
+    # (batch norm's folded scale and shift included); only the unused counters are absent
+    assert set(engine.refit_map) == {k for k in new.state_dict()
+                                     if not k.endswith("num_batches_tracked")}
     assert engine.plan_current == plans_refittable()
     if not plans_refittable():
         with pytest.raises(RuntimeError, match="old weights"):

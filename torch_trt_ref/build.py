@@ -43,6 +43,8 @@ class Engine:
     build_seconds: float
     backend: str = BACKEND
     requires_output_allocator: bool = False
+    # parameter -> layers whose weights derive from it (the converters' record, completed
+    # from the weight program: batch norm's folded scale lists weight, bias and statistics)
     refit_map: dict[str, list[str]] = field(default_factory=dict)
     converters_used: dict[str, int] = field(default_factory=dict)
     cache_hit: bool = False

@@ -182,6 +182,14 @@ def _hold_weights(stitched: GraphModule, ep: ExportedProgram) -> None:
             for node in sub.graph.find_nodes(op="get_attr"):
                 tracer.output(("attr", path, node.target), operator.attrgetter(node.target)(sub))
     stitched.weight_program = tracer.finish()
+    engines = {name: m.engine for name, m in stitched.named_modules()
+               if isinstance(m, EngineModule)}
+    for key, params in stitched.weight_program.sources().items():
+        if key[0] == "engine":  # every parameter a layer's weights derive from
+            for param in params:
+                layers = engines[key[1]].refit_map.setdefault(param, [])
+                if key[2] not in layers:
+                    layers.append(key[2])
     own_weights(stitched, storages_of([*ep.state_dict.values(), *ep.constants.values()]),
                 [m.engine.snapshot for m in stitched.modules() if isinstance(m, EngineModule)])
 

@@ -159,6 +159,20 @@ class WeightProgram:
         return {key: values[ref.index] for key, ref in self.outputs.items()}
 
 
+    def sources(self) -> dict[tuple, list[str]]:
+        """For each output, the state-dict entries it is computed from (the refit map)."""
+        deps: dict[int, frozenset[str]] = {r.ref.index: frozenset([n])
+                                           for n, r in self.roots.items()}
+        for step in self.steps:
+            used = frozenset().union(*(deps.get(r.index, frozenset())
+                                       for r in _refs((step.args, step.kwargs))))
+            outs = [step.outs] if isinstance(step.outs, Ref) else (step.outs or [])
+            for ref in outs:
+                if ref is not None:
+                    deps[ref.index] = used
+        return {key: sorted(deps.get(ref.index, ())) for key, ref in self.outputs.items()}
+
+
 def _same(a, b) -> bool:
     try:
         import numpy as np
