@@ -4,6 +4,7 @@ snapshot the runtime needs. A cache hit with other weights is refit, not rebuilt
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,9 +22,11 @@ from .engine_cache import (
     stream_plan,
     weights_digest,
 )
-from .runtime.refitter import plan_file_of, plans_refittable, refit_plan
+from .runtime.refitter import PlanRefitError, plan_file_of, plans_refittable, refit_plan
 from .runtime.snapshot import NetworkSnapshot, take_snapshot
 from .settings import CompilationSettings
+
+log = logging.getLogger(__name__)
 
 
 class EngineBuildError(RuntimeError):
@@ -115,10 +118,14 @@ def build_engine(network: ConvertedNetwork, settings: CompilationSettings,
     if plan_file is not None:
         engine = _engine(network, snapshot, plan_file, 0.0, cache_hit=True)
         engine.refittable = refittable
-        if cache.entry_weights(key) != digest:  # same structure, other weights
+        if cache.entry_weights(key) == digest:
+            return engine
+        try:  # same structure, other weights
             engine.cache_refit = True
             engine.refit_plan()
-        return engine
+            return engine
+        except PlanRefitError as err:
+            log.warning("engine cache: refit of a cached plan failed (%s); rebuilding", err)
     config = builder.create_builder_config()
     if refittable:
         config.set_flag(trt.BuilderFlag.REFIT)
