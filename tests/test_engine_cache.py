@@ -1,5 +1,6 @@
-"""The engine cache (design D8): hits skip the builder, keys follow the network and its
-weights, corrupt entries are rebuilt with a warning, LRU eviction keeps the size limit."""
+"""The engine cache (design D8): hits skip the builder, keys follow the network's structure
+(not its weights: a hit with other weights is refit), corrupt entries are rebuilt with a
+warning, LRU eviction keeps the size limit."""
 
 import json
 import warnings
@@ -38,21 +39,24 @@ def test_second_compile_of_the_same_network_is_a_cache_hit(tmp_path):
     first, e1 = _compile(model, tmp_path)
     second, e2 = _compile(model, tmp_path)
     assert not e1.cache_hit and e2.cache_hit
+    assert not e2.cache_refit and e2.plan_current  # same weights: the plan is used as is
     assert e2.plan == e1.plan and e2.nbytes == e1.nbytes > 0
     assert second.compile_report.engines[0].cache_hit
     assert "from the engine cache" in second.compile_report.render()
     assert len(list(tmp_path.glob("*.plan"))) == 1
 
 
-def test_other_weights_or_settings_are_a_different_entry(tmp_path):
-    _compile(_model(0), tmp_path)
+def test_other_weights_are_a_refit_hit_other_settings_a_different_entry(tmp_path):
+    _, first = _compile(_model(0), tmp_path)
+    assert not first.cache_refit
+    # the key leaves the weights out: a hit, refit (``_compile`` checks it against eager)
     _, other_weights = _compile(_model(1), tmp_path)
-    assert not other_weights.cache_hit
+    assert other_weights.cache_hit and other_weights.cache_refit
     x = torch.randn(3, 8)
     compiled = torch_trt_ref.compile(_model(0), [x], min_block_size=1, optimization_level=1,
                                      engine_cache_dir=str(tmp_path))
     assert not compiled.compile_report.engines[0].cache_hit
-    assert len(list(tmp_path.glob("*.plan"))) == 3
+    assert len(list(tmp_path.glob("*.plan"))) == 2
 
 
 @pytest.mark.parametrize("damage", ["flip_plan_byte", "truncate_plan", "garbage_metadata"])

@@ -24,17 +24,20 @@ def _engines(compiled):
     return [m for m in compiled.modules() if isinstance(m, EngineModule)]
 
 
-def test_convolution_weights_are_shared_and_recorded_for_refit():
+def test_convolution_weights_are_owned_and_recorded_for_refit():
     model = ConvBlock().eval()
     x = torch.randn(1, 3, 8, 8)
     compiled = torch_trt_ref.compile(model, (x,), executor="reference", min_block_size=1)
     (engine,) = [m.engine for m in _engines(compiled)]
     layers = {layer.kind: layer for layer in engine.snapshot.layers}
-    # the snapshot reads kernel/bias back from TensorRT and keeps the model's storage
+    # the snapshot reads kernel/bias back from TensorRT and holds the compiled module's own
+    # copy of them (design D11), not the model's storage
     for kind, module in (("CONVOLUTION", model.conv), ("DECONVOLUTION", model.up)):
         attrs = layers[kind].attrs
-        assert attrs["kernel"].data_ptr() == module.weight.data_ptr()
-        assert attrs["bias"].data_ptr() == module.bias.data_ptr()
+        assert torch.equal(attrs["kernel"], module.weight.detach().reshape(-1))
+        assert torch.equal(attrs["bias"], module.bias.detach())
+        assert attrs["kernel"].data_ptr() != module.weight.data_ptr()
+        assert attrs["bias"].data_ptr() != module.bias.data_ptr()
     params = set(engine.refit_map)
     assert {"conv.weight", "conv.bias", "up.weight", "up.bias"} <= params
     with torch.no_grad():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import logging
+import operator
 import warnings
 from contextlib import contextmanager
 from typing import Any, Sequence
@@ -39,6 +40,7 @@ from .partitioning.upcast import upcast_missing_kernels
 from .report import CompileReport, EngineRecord
 from .runtime.module import EngineModule, choose_executor
 from .settings import CompilationSettings
+from .weights import WeightTracer, current_tracer, own_weights, recording, storages_of, traced
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +113,7 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     training = train_mode_warning(model)
     if training:
         warnings.warn(training, stacklevel=2)
-    with _existing_objects_frozen():
+    with _existing_objects_frozen(), recording(WeightTracer()):
         return _compile(model, inputs, kwarg_inputs, settings, registry)
 
 
@@ -148,6 +150,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             report.frontend = torchscript.ROUTE
         ep = capture(model, list(inputs), dict(kwarg_inputs), settings.record_stack_traces)
     say(f"captured in {report.phases['capture']:.2f}s")
+    current_tracer().add_roots(ep.state_dict)  # refit's inputs (torch_trt_ref.weights)
     with report.phase("lowering"):
         gm = lower_program(ep, settings)
     report.lowering = gm.meta.get("lowering", "")
@@ -186,9 +189,11 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
         report.engines.append(EngineRecord(
             name, engine.layer_count, engine.nbytes, engine.snapshot.weight_bytes(),
             engine.build_seconds, executor, [s.to_json() for s in engine.inputs],
-            dict(engine.converters_used), engine.cache_hit))
+            dict(engine.converters_used), engine.cache_hit, engine.cache_refit,
+            engine.plan_current))
     stitched.compile_report = report
     stitched.partition_result = result
+    _hold_weights(stitched, ep)
     _guard_input_dtypes(stitched, model, inputs, kwarg_inputs, specs)
     return stitched
 
@@ -230,6 +235,29 @@ def _guard_input_dtypes(stitched: GraphModule, model, inputs, kwarg_inputs, spec
     stitched.register_forward_pre_hook(InputDtypeGuard(positional, keyword), with_kwargs=True)
 
 
+def _hold_weights(stitched: GraphModule, ep: ExportedProgram) -> None:
+    """The module holds its own weights, as an engine does (design D11): whatever still
+    shares storage with the caller's parameters, buffers or constants is copied. Its
+    ``weight_program`` recomputes every engine weight (registered by ``_compile_segment``)
+    and PyTorch-segment tensor from a state dict, for ``refit``."""
+    tracer = current_tracer()
+    for path, sub in stitched.named_modules():
+        if isinstance(sub, GraphModule):
+            for node in sub.graph.find_nodes(op="get_attr"):
+                tracer.output(("attr", path, node.target), operator.attrgetter(node.target)(sub))
+    stitched.weight_program = tracer.finish()
+    engines = {name: m.engine for name, m in stitched.named_modules()
+               if isinstance(m, EngineModule)}
+    for key, params in stitched.weight_program.sources().items():
+        if key[0] == "engine":  # every parameter a layer's weights derive from
+            for param in params:
+                layers = engines[key[1]].refit_map.setdefault(param, [])
+                if key[2] not in layers:
+                    layers.append(key[2])
+    own_weights(stitched, storages_of([*ep.state_dict.values(), *ep.constants.values()]),
+                [m.engine.snapshot for m in stitched.modules() if isinstance(m, EngineModule)])
+
+
 def _upcast(name: str, segment: GraphModule, settings: CompilationSettings,
             device: torch.device, report: CompileReport) -> None:
     """In a half-precision compile, a PyTorch segment's nodes whose ops have no fp16/bf16
@@ -253,17 +281,25 @@ def _progress(settings: CompilationSettings):
 
 def _compile_segment(name, submodule, ranges, settings, registry, report, executor, cache):
     """Convert and build one segment; on failure warn and keep it in PyTorch unless full
-    compilation was required."""
+    compilation was required. The weight tracer learns which layer weights derive from the
+    model: refit recomputes them, the engine cache key leaves their values out."""
     placeholders = [n for n in submodule.graph.nodes if n.op == "placeholder"]
+    tracer = current_tracer()
     try:
         specs = [spec_from_fake(n.name, n.meta["val"], ranges) for n in placeholders]
-        with report.phase("conversion"):
+        with report.phase("conversion"), traced():
             network = Interpreter(submodule, specs, settings, registry).run()
+        model_weights = {(layer, role): tensor
+                         for layer, roles in network.ctx.weight_sources.items()
+                         for role, tensor in roles.items()
+                         if tracer is not None and tracer.ref(tensor) is not None}
         with report.phase("build"):
-            engine = build_engine(network, settings, cache)
+            engine = build_engine(network, settings, cache, set(model_weights))
         missing = engine.snapshot.unsupported_kinds()
         if missing and executor == "reference":
             raise RuntimeError(f"reference executor has no function for layer kinds {missing}")
+        for (layer, role), tensor in model_weights.items():
+            tracer.output(("engine", name, layer, role), tensor)
         return engine
     except Exception as err:  # one failed segment falls back to PyTorch
         if settings.require_full_compilation:

@@ -7,9 +7,12 @@ deserializes the engine. Without an engine cache the file is anonymous (unlinked
 freed with its ``PlanFile``); with one it is a cache entry.
 
 ``EngineCache`` (design D8) is a directory of entries keyed by ``engine_key``: a hash of
-the network handed to the builder (layers, attributes, wiring, weight digests), the input
-profiles, the engine-affecting settings and the TensorRT version. Writes are atomic
-(temporary file + rename), each entry has a sidecar with its size and CRC-32, a corrupt
+the network handed to the builder (layers, attributes, wiring, the shapes and dtypes of its
+weights), the input profiles, the engine-affecting settings and the TensorRT version. The
+key leaves out the values of the model's weights (it keeps those of converter constants,
+which are structure): the same architecture with new weights hits, and the engine is refit
+(``build.build_engine``). Writes are atomic (temporary file + rename), each entry has a
+sidecar with its size, CRC-32 and the digest of the weights its plan holds, a corrupt
 entry is reported, deleted and rebuilt, and the least recently used entries are evicted
 beyond the size limit.
 """
@@ -34,7 +37,7 @@ log = logging.getLogger(__name__)
 
 _CHUNK = 1 << 24
 _BUILDING = ".building_"  # prefix of a plan still being written
-_VERSION = 1
+_VERSION = 2  # 2: model weights left out of the key
 
 
 class PlanFile:
@@ -98,9 +101,18 @@ def _canonical(value: Any) -> Any:
     return repr(value)
 
 
-def engine_key(snapshot, inputs: Sequence[Any], settings_fields: dict[str, Any]) -> str | None:
+def _layer_attrs(layer, model_weights: set[tuple[str, str]]) -> Any:
+    """A layer's attributes for the key: a model weight by shape and dtype only."""
+    return {name: {"weight": list(value.shape), "dtype": str(value.dtype)}
+            if (layer.name, name) in model_weights and isinstance(value, torch.Tensor)
+            else _canonical(value) for name, value in sorted(layer.attrs.items())}
+
+
+def engine_key(snapshot, inputs: Sequence[Any], settings_fields: dict[str, Any],
+               model_weights: set[tuple[str, str]] = frozenset()) -> str | None:
     """The cache key of a network, or None when the snapshot cannot describe every layer
-    (a layer kind without attributes read back would make different networks collide)."""
+    (a layer kind without attributes read back would make different networks collide).
+    The values of ``model_weights`` ((layer name, weight role) pairs) are left out."""
     if snapshot.unsupported_kinds():
         return None
     description = {
@@ -110,10 +122,20 @@ def engine_key(snapshot, inputs: Sequence[Any], settings_fields: dict[str, Any])
         "outputs": list(snapshot.outputs),
         "layers": [[layer.kind, layer.inputs,
                     [[t.name, list(t.shape), str(t.dtype)] for t in layer.outputs],
-                    _canonical(layer.attrs)] for layer in snapshot.layers],
+                    _layer_attrs(layer, model_weights)] for layer in snapshot.layers],
     }
     text = json.dumps(description, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
+
+
+def weights_digest(snapshot, model_weights: set[tuple[str, str]]) -> str:
+    """A digest of the values of ``model_weights``: equal digests, same weights."""
+    digest = hashlib.blake2b(digest_size=16)
+    for layer in snapshot.layers:
+        for name, value in sorted(layer.attrs.items()):
+            if (layer.name, name) in model_weights and isinstance(value, torch.Tensor):
+                digest.update(f"{layer.name}/{name}:{_digest(value)};".encode())
+    return digest.hexdigest()
 
 
 # -- the cache ----------------------------------------------------------------------------
@@ -164,9 +186,18 @@ class EngineCache:
             return f"CRC-32 {crc:08x} does not match {expected_crc:08x}"
         return None
 
-    def build(self, key: str, build: Callable[[Any], Any]) -> PlanFile | None:
+    def entry_weights(self, key: str) -> str | None:
+        """The weights digest recorded with the entry of ``key`` (None if unknown)."""
+        try:
+            return json.loads(self._paths(key)[1].read_text()).get("weights")
+        except (OSError, ValueError, AttributeError):
+            return None
+
+    def build(self, key: str, build: Callable[[Any], Any],
+              weights: str | None = None) -> PlanFile | None:
         """Run ``build(file)`` (it streams the plan into ``file`` and returns the writer or
-        None) and store the result atomically under ``key``."""
+        None) and store the result atomically under ``key``, with ``weights`` (the digest
+        of the model weights the plan holds) in its sidecar."""
         plan_path, meta_path = self._paths(key)
         fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=_BUILDING, suffix=".plan")
         file = os.fdopen(fd, "w+b")
@@ -183,7 +214,7 @@ class EngineCache:
         file.flush()
         os.fsync(file.fileno())
         meta = {"nbytes": writer.nbytes, "crc32": writer.crc, "backend": BACKEND,
-                "trt": trt.__version__}
+                "trt": trt.__version__, "weights": weights}
         meta_tmp = meta_path.with_suffix(".json.tmp")
         meta_tmp.write_text(json.dumps(meta))
         os.replace(tmp, plan_path)

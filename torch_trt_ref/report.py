@@ -22,6 +22,8 @@ class EngineRecord:
     inputs: list[dict] = field(default_factory=list)
     converters: dict[str, int] = field(default_factory=dict)
     cache_hit: bool = False
+    cache_refit: bool = False  # the cached engine held other weights and was refit
+    plan_current: bool = True  # False: only the snapshot was refit (no TensorRT runtime)
 
 
 @dataclass
@@ -110,7 +112,9 @@ class CompileReport:
         total_plan = sum(e.plan_bytes for e in self.engines)
         lines.append(f"engines: {len(self.engines)}, {total_plan / 2**20:.2f} MiB of plans")
         for e in self.engines:
-            built = ("from the engine cache" if e.cache_hit
+            stale = "" if e.plan_current else " (snapshot only: no TensorRT runtime here)"
+            built = (f"engine cache hit + refit{stale}" if e.cache_refit
+                     else "from the engine cache" if e.cache_hit
                      else f"built in {e.build_seconds:.2f}s")
             lines.append(f"  {e.name}: {e.layers} layers, {e.plan_bytes / 2**20:.2f} MiB, "
                          f"{built}, executor={e.executor}")

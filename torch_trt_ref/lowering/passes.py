@@ -10,6 +10,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from ..settings import CompilationSettings
+from ..weights import traced
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,7 @@ def fold_constants(gm: GraphModule, settings: CompilationSettings) -> GraphModul
                 env[n] = n.target(*args, **kwargs)
         return env[n]
 
-    with torch.no_grad():
+    with torch.no_grad(), traced():  # refit replays these computations (Note [Weight program])
         for i, node in enumerate(roots):
             try:
                 result = value(node)

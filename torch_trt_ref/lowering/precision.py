@@ -11,6 +11,7 @@ import torch
 from torch.fx import GraphModule
 
 from ..settings import CompilationSettings
+from ..weights import traced
 
 aten = torch.ops.aten
 FLOATS = (torch.float32, torch.float16, torch.bfloat16, torch.float64)
@@ -63,11 +64,11 @@ def _cast_view(value: torch.Tensor, target: torch.dtype, storages: dict) -> torc
     cast tensor, so the network still holds each weight once."""
     storage = value.untyped_storage()
     key = (storage.data_ptr(), value.dtype)
-    if key not in storages:
-        whole = torch.empty(0, dtype=value.dtype).set_(
-            storage, 0, (storage.nbytes() // value.element_size(),), (1,))
-        storages[key] = whole.detach().to(target)
-    return storages[key].as_strided(value.shape, value.stride(), value.storage_offset())
+    with traced():  # refit replays the cast (Note [Weight program] in torch_trt_ref.weights)
+        if key not in storages:
+            whole = torch.as_strided(value, (storage.nbytes() // value.element_size(),), (1,), 0)
+            storages[key] = whole.detach().to(target)
+        return storages[key].as_strided(value.shape, value.stride(), value.storage_offset())
 
 
 def cast_precision(gm: GraphModule, settings: CompilationSettings) -> GraphModule:

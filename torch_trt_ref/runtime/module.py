@@ -54,7 +54,7 @@ class EngineModule(torch.nn.Module):
             named[spec.name] = value.to(spec.dtype) if value.dtype != spec.dtype else value
         if self.executor == "tensorrt":
             if self._trt is None:
-                self._trt = TensorRTExecutor(self.engine.plan,
+                self._trt = TensorRTExecutor(self.engine.runnable_plan(),
                                              self.engine.requires_output_allocator)
             outputs = self._trt(named)
         else:
