@@ -303,27 +303,25 @@ def _map(value: Any, fn: Callable) -> Any:
     return fn(value)
 
 
-def _refs(value: Any) -> Iterator[Ref]:
-    if isinstance(value, Ref):
-        yield value
-    elif type(value) in (tuple, list):
+def _leaves(value: Any) -> Iterator[Any]:
+    """The leaves of nested tuples, lists and dicts of call arguments."""
+    if type(value) in (tuple, list):
         for item in value:
-            yield from _refs(item)
+            yield from _leaves(item)
     elif type(value) is dict:
         for item in value.values():
-            yield from _refs(item)
+            yield from _leaves(item)
+    else:
+        yield value
+
+
+def _refs(value: Any) -> Iterator[Ref]:
+    return (v for v in _leaves(value) if isinstance(v, Ref))
 
 
 def _tensors(value: Any) -> Iterator[torch.Tensor]:
     """The tensors in nested tuples, lists and dicts of call arguments."""
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif type(value) in (tuple, list):
-        for item in value:
-            yield from _tensors(item)
-    elif type(value) is dict:
-        for item in value.values():
-            yield from _tensors(item)
+    return (v for v in _leaves(value) if isinstance(v, torch.Tensor))
 
 
 def _keep(value: Any, written: bool) -> Any:
