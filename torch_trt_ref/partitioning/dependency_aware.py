@@ -36,7 +36,9 @@ def dependency_aware_segments(units: UnitGraph, min_block_size: int = 1) -> list
     first unit's target. O(N + E)."""
     first = fast_start(units)
     plan = seed_walk(units, walk_order(units, first))
-    other = seed_walk(units, walk_order(units, OTHER[first]))
+    if first == TENSORRT:  # no PyTorch unit is ready at the start: the other order is this one
+        return plan
+    other = seed_walk(units, walk_order(units, TENSORRT))
     (ea, sa, na), (eb, sb, nb) = _counts(other, min_block_size), _counts(plan, min_block_size)
     better = ea <= eb and sa <= sb and (ea, sa) != (eb, sb) and na >= nb
     return other if better else plan
