@@ -22,6 +22,7 @@ import logging
 import os
 import tempfile
 import warnings
+import weakref
 import zlib
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -38,14 +39,30 @@ _VERSION = 1
 
 
 class PlanFile:
-    """A serialized plan on disk, held open so it outlives a cache eviction."""
+    """A serialized plan on disk, held open so it outlives a cache eviction. The file is
+    closed when the PlanFile is freed, or at interpreter exit at the latest. Pickling
+    carries the plan bytes; unpickling writes them to an anonymous file."""
 
     def __init__(self, file, nbytes: int):
         self._file = file
         self.nbytes = nbytes
+        self._close = weakref.finalize(self, file.close)
 
     def read(self) -> bytes:
         return os.pread(self._file.fileno(), self.nbytes, 0)
+
+    def close(self) -> None:
+        self._close()
+
+    @classmethod
+    def from_bytes(cls, plan: bytes) -> PlanFile:
+        file = tempfile.TemporaryFile(prefix="torch_trt_ref_plan_")
+        file.write(plan)
+        file.flush()
+        return cls(file, len(plan))
+
+    def __reduce__(self):
+        return (PlanFile.from_bytes, (self.read(),))
 
 
 class _FileWriter(trt.IStreamWriter):
