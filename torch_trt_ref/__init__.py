@@ -2,7 +2,8 @@
 
 Public API: ``compile``, ``Input``, ``CompilationSettings``, ``converter`` (register a
 converter), ``register_decomposition``, ``get_graph_converter_support``, ``run_network``
-(run a TensorRT network on the reference executor)."""
+(run a TensorRT network on the reference executor), ``save`` / ``load`` (a compiled program
+in one file, docs/deploy.md)."""
 
 from ._trt import BACKEND as TRT_BACKEND  # noqa: F401
 from .compiler import compile, executors_used  # noqa: F401
@@ -11,8 +12,9 @@ from .inputs import Input  # noqa: F401
 from .lowering.decompositions import register_decomposition  # noqa: F401
 from .partitioning import get_graph_converter_support  # noqa: F401
 from .runtime.network import run_network  # noqa: F401
+from .serialize import SerializationError, load, save  # noqa: F401
 from .settings import CompilationSettings  # noqa: F401
 
 __all__ = ["compile", "executors_used", "Input", "CompilationSettings", "converter",
            "register_decomposition", "get_graph_converter_support", "CONVERTERS",
-           "run_network"]
+           "run_network", "save", "load", "SerializationError"]

@@ -61,8 +61,15 @@ class PlanFile:
         file.flush()
         return cls(file, len(plan))
 
+    # Note [Plan bytes as a tensor]: pickled as a uint8 tensor, not as bytes: torch.save
+    # (pickle protocol 2) writes bytes as a latin-1 string, 1.5x their size in its UTF-8
+    # form, but stores a tensor's storage as a raw record.
     def __reduce__(self):
-        return (PlanFile.from_bytes, (self.read(),))
+        return (_plan_from_tensor, (torch.frombuffer(bytearray(self.read()), dtype=torch.uint8),))
+
+
+def _plan_from_tensor(plan: torch.Tensor) -> PlanFile:
+    return PlanFile.from_bytes(plan.numpy().tobytes())
 
 
 class _FileWriter(trt.IStreamWriter):

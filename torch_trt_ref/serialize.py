@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from io import BytesIO
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 from torch.fx import Graph, GraphModule

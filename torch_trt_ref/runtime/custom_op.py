@@ -21,6 +21,7 @@ data-dependent output) becomes a new unbacked size.
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass
 from typing import Sequence
@@ -50,8 +51,7 @@ class OutputRule:
     def shape(self, inputs: Sequence[torch.Tensor], fresh=None) -> list:
         """The dims for these inputs (ints or SymInts); ``fresh(name)`` gives a size for a
         ``?name`` dim (the fake implementation's new unbacked size), else it is None."""
-        env = {f"in{i}_{d}": size for i, t in enumerate(inputs) for d, size in enumerate(t.shape)}
-        env.update(sym_max=torch.sym_max, sym_min=torch.sym_min)
+        env = None
         out = []
         for dim in self.dims:
             if isinstance(dim, int):
@@ -59,8 +59,19 @@ class OutputRule:
             elif dim.startswith("?"):
                 out.append(fresh(dim) if fresh else None)
             else:
-                out.append(eval(dim, {"__builtins__": {}}, env))  # our own expression text
+                if env is None:
+                    env = {f"in{i}_{d}": size for i, t in enumerate(inputs)
+                           for d, size in enumerate(t.shape)}
+                out.append(eval(_code(dim), _EVAL_GLOBALS, env))  # our own expression text
         return out
+
+
+_EVAL_GLOBALS = {"__builtins__": {}, "sym_max": torch.sym_max, "sym_min": torch.sym_min}
+
+
+@functools.lru_cache(maxsize=None)
+def _code(expression: str):
+    return compile(expression, "<output rule>", "eval")
 
 
 # -- output rules from the segment's symbolic shapes ------------------------------------
