@@ -254,14 +254,16 @@ class _Reader:
         self.archive.close()
 
     def _manifest(self) -> dict[str, Any]:
+        """The manifest, once its format and version are ones this code reads (checked
+        before anything else, so a newer file is named as such) and the fields ``load``
+        reads are there."""
         if MANIFEST not in self.archive.namelist():
             raise SerializationError(f"{self.path} has no {MANIFEST}: it is not a file "
                                      "written by torch_trt_ref.save")
         try:
             manifest = json.loads(self._bytes(MANIFEST))
-            fmt, version = manifest["format"], manifest["format_version"]
-            manifest["engines"], manifest["members"], manifest["tensorrt"]["version"]
-        except (ValueError, KeyError, TypeError) as err:
+            fmt, version = manifest.get("format"), manifest.get("format_version")
+        except (ValueError, AttributeError) as err:
             raise SerializationError(f"{self.path}: {MANIFEST} is unreadable "
                                      f"({type(err).__name__}: {err})") from None
         if fmt != FORMAT:
@@ -271,6 +273,14 @@ class _Reader:
                 f"{self.path} has format version {version}, written by torch_trt_ref "
                 f"{manifest.get('torch_trt_ref')}; this torch_trt_ref reads format versions 1 "
                 f"to {FORMAT_VERSION}: load it with a newer torch_trt_ref")
+        try:
+            trt_info = manifest["tensorrt"]
+            manifest["members"].get, trt_info["backend"], trt_info["version"]
+            for entry in manifest["engines"]:
+                entry["name"], entry["plan"], entry["engine"]
+        except (KeyError, TypeError, AttributeError) as err:
+            raise SerializationError(f"{self.path}: {MANIFEST} lacks a field "
+                                     f"({type(err).__name__}: {err})") from None
         return manifest
 
     def _bytes(self, member: str) -> bytes:

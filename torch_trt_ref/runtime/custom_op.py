@@ -22,6 +22,7 @@ data-dependent output) becomes a new unbacked size.
 from __future__ import annotations
 
 import functools
+import logging
 import warnings
 from dataclasses import dataclass
 from typing import Sequence
@@ -37,6 +38,8 @@ from .._trt import BACKEND, trt
 from ..build import Engine
 from .reference.executor import run_snapshot
 from .trt_executor import TensorRTExecutor, tensorrt_unavailable_reason
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -112,12 +115,19 @@ def _python(expr: sympy.Expr) -> str:
 def output_rules(segment: GraphModule | None, engine: Engine) -> list[OutputRule]:
     """The rules of an engine built from ``segment``: each symbol of the segment's output
     shapes is replaced by an input dim equal to it (or solved from one holding only it);
-    what stays unknown becomes ``?``. Without a segment, static dims come from the
-    engine's network and dynamic ones are unknown."""
-    if segment is None:
-        return [OutputRule(dtype, tuple(d if d >= 0 else f"?{i}_{j}" for j, d in enumerate(
-            _snapshot_shape(engine, name))))
-            for i, (name, dtype) in enumerate(zip(engine.output_names, engine.output_dtypes))]
+    what stays unknown becomes ``?``. Without a segment (or shapes on its nodes), static
+    dims come from the engine's network and dynamic ones are unknown."""
+    if segment is not None:
+        try:
+            return _rules_from_segment(segment)
+        except (KeyError, AttributeError, NotImplementedError) as err:
+            log.info("engine output rules from the network, not the segment: %s", err)
+    return [OutputRule(dtype, tuple(d if d >= 0 else f"?{i}_{j}" for j, d in enumerate(
+        _snapshot_shape(engine, name))))
+        for i, (name, dtype) in enumerate(zip(engine.output_names, engine.output_dtypes))]
+
+
+def _rules_from_segment(segment: GraphModule) -> list[OutputRule]:
     placeholders = [n for n in segment.graph.nodes if n.op == "placeholder"]
     dims = {}  # input-dim expression -> its name
     for i, node in enumerate(placeholders):
