@@ -42,9 +42,17 @@ class EngineModule(torch.nn.Module):
     def engine(self) -> Engine:
         return self.handle.engine
 
+    @engine.setter
+    def engine(self, engine: Engine) -> None:  # e.g. a refit engine: deserialized anew
+        self.handle.engine, self.handle._trt = engine, None
+
     @property
     def executor(self) -> str:
         return self.handle.executor
+
+    @executor.setter
+    def executor(self, executor: str) -> None:
+        self.handle.executor = executor
 
     @property
     def name(self) -> str:
