@@ -17,7 +17,9 @@ import torch
 from deploy_programs import BUILDERS, program, same
 
 import torch_trt_ref
+from torch_trt_ref._trt import trt
 from torch_trt_ref.accuracy import judge
+from torch_trt_ref.runtime import custom_op
 from torch_trt_ref.runtime.snapshot import NetworkSnapshot
 from torch_trt_ref.serialize import FORMAT_VERSION, SerializationError
 
@@ -68,6 +70,29 @@ def test_pickle_round_trip():
     assert loaded.partition_result is None  # FX nodes of the lowered graph: not kept
     assert loaded.compile_report.partition == p.compiled.compile_report.partition
     assert loaded.code == p.compiled.code  # the graph and its calling convention
+
+
+def test_unpickled_engines_whose_plans_cannot_run_here_use_their_snapshots(monkeypatch):
+    """The TensorRT check lives in the engine's unpickling, so torch.load, pickle and
+    torch.export.load apply it too: an engine for the TensorRT executor where none can run,
+    and plans of another TensorRT version, run on the reference executor with a warning."""
+    p = program("conv_sigmoid_conv")
+    module = pickle.loads(pickle.dumps(p.compiled))
+    module._run_on_tensorrt_0.executor = "tensorrt"  # as compiled on a machine with a GPU
+    data = pickle.dumps(module)
+    monkeypatch.setattr(custom_op, "tensorrt_unavailable_reason", lambda: "no GPU in this test")
+    with pytest.warns(UserWarning, match=r"engine _run_on_tensorrt_0: TensorRT cannot run "
+                                         r"here \(no GPU in this test\); it runs on the "
+                                         r"reference executor"):
+        loaded = pickle.loads(data)
+    assert torch_trt_ref.executors_used(loaded)["_run_on_tensorrt_0"] == "reference"
+    monkeypatch.setattr(trt, "__version__", "0.0.1")
+    with pytest.warns(UserWarning, match=r"engine _run_on_tensorrt_\d: its plan was built by "
+                                         r"\S+ \S+ and \S+ 0.0.1 cannot deserialize it"):
+        loaded = pickle.loads(data)
+    with torch.no_grad():
+        for args, want in zip(p.inputs, p.compiled_outputs):
+            assert same(loaded(*args), want)
 
 
 def test_save_takes_only_compiled_modules(tmp_path):
