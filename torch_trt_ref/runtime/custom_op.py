@@ -113,18 +113,33 @@ def _python(expr: sympy.Expr) -> str:
 
 
 def output_rules(segment: GraphModule | None, engine: Engine) -> list[OutputRule]:
-    """The rules of an engine built from ``segment``: each symbol of the segment's output
-    shapes is replaced by an input dim equal to it (or solved from one holding only it);
-    what stays unknown becomes ``?``. Without a segment (or shapes on its nodes), static
-    dims come from the engine's network and dynamic ones are unknown."""
-    if segment is not None:
-        try:
-            return _rules_from_segment(segment)
-        except (KeyError, AttributeError, NotImplementedError) as err:
-            log.info("engine output rules from the network, not the segment: %s", err)
-    return [OutputRule(dtype, tuple(d if d >= 0 else f"?{i}_{j}" for j, d in enumerate(
+    """The rules of an engine built from ``segment``. The engine decides dtypes, ranks and
+    every dim TensorRT inferred as static; a dynamic dim (TensorRT's -1) is the segment's
+    symbolic expression with each symbol replaced by an input dim equal to it (or solved
+    from one holding only it), else unknown (``?``). Where the segment's graph disagrees
+    with the engine on an output's rank (its meta kernel and its eager kernel disagree:
+    ``prims.sum`` over ``dims=[]`` is a no-op in meta, a full sum in eager and in the
+    engine), the engine's rule stands."""
+    network = [OutputRule(dtype, tuple(d if d >= 0 else f"?{i}_{j}" for j, d in enumerate(
         _snapshot_shape(engine, name))))
         for i, (name, dtype) in enumerate(zip(engine.output_names, engine.output_dtypes))]
+    if segment is None:
+        return network
+    try:
+        graph = _rules_from_segment(segment)
+    except (KeyError, AttributeError, NotImplementedError) as err:
+        log.info("engine output rules from the network alone: %s", err)
+        return network
+    if len(graph) != len(network):
+        return network
+    return [_merge(n, g) for n, g in zip(network, graph)]
+
+
+def _merge(network: OutputRule, graph: OutputRule) -> OutputRule:
+    if len(network.dims) != len(graph.dims):
+        return network
+    return OutputRule(network.dtype, tuple(n if isinstance(n, int) else g
+                                           for n, g in zip(network.dims, graph.dims)))
 
 
 def _rules_from_segment(segment: GraphModule) -> list[OutputRule]:
@@ -165,11 +180,12 @@ def _rules_from_segment(segment: GraphModule) -> list[OutputRule]:
 
 
 def _snapshot_shape(engine: Engine, name: str) -> tuple[int, ...]:
-    for layer in engine.snapshot.layers:
-        for info in layer.outputs:
-            if info.name == name:
-                return info.shape
-    return ()
+    """The shape TensorRT inferred for the network tensor ``name`` (-1 where dynamic)."""
+    snapshot = engine.snapshot
+    for info in [*snapshot.inputs, *(t for layer in snapshot.layers for t in layer.outputs)]:
+        if info.name == name:
+            return info.shape
+    raise KeyError(f"the engine's network has no tensor {name}")
 
 
 # -- the handle --------------------------------------------------------------------------
