@@ -12,11 +12,11 @@ next to the weights: the handle is the engine. (A *constant* opaque type, baked 
 graph instead of lifted, does not round-trip: torch 2.15's ``.pt2`` writer only stores the
 program's ``constants``, not objects inlined in nodes.)
 
-The fake implementation computes outputs from ``OutputRule``s: each output's dtype and
-dims, where a dim is an int or a Python expression over the input dims (``in0_1`` is dim 1
-of input 0), read off the symbolic shapes torch.export attached to the segment's graph. So
-an exported program keeps symbolic shapes through engines; a size no input determines (a
-data-dependent output) becomes a new unbacked size.
+The fake implementation computes outputs from ``OutputRule``s: each output's dtype, rank
+and static dims as TensorRT inferred them, and each dynamic dim as a Python expression over
+the input dims (``in0_1`` is dim 1 of input 0), read off the symbolic shapes torch.export
+attached to the segment's graph. So an exported program keeps symbolic shapes through
+engines; a size no input determines (a data-dependent output) becomes a new unbacked size.
 """
 
 from __future__ import annotations
