@@ -185,7 +185,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
         if engine is None:
             _upcast(name, submodule, settings, device, report)
             continue
-        setattr(stitched, name, EngineModule(engine, executor, name))
+        setattr(stitched, name, EngineModule(engine, executor, name, submodule))
         report.engines.append(EngineRecord(
             name, engine.layer_count, engine.nbytes, engine.snapshot.weight_bytes(),
             engine.build_seconds, executor, [s.to_json() for s in engine.inputs],

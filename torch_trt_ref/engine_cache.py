@@ -25,6 +25,7 @@ import logging
 import os
 import tempfile
 import warnings
+import weakref
 import zlib
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -41,14 +42,37 @@ _VERSION = 2  # 2: model weights left out of the key
 
 
 class PlanFile:
-    """A serialized plan on disk, held open so it outlives a cache eviction."""
+    """A serialized plan on disk, held open so it outlives a cache eviction. The file is
+    closed when the PlanFile is freed, or at interpreter exit at the latest. Pickling
+    carries the plan bytes; unpickling writes them to an anonymous file."""
 
     def __init__(self, file, nbytes: int):
         self._file = file
         self.nbytes = nbytes
+        self._close = weakref.finalize(self, file.close)
 
     def read(self) -> bytes:
         return os.pread(self._file.fileno(), self.nbytes, 0)
+
+    def close(self) -> None:
+        self._close()
+
+    @classmethod
+    def from_bytes(cls, plan: bytes) -> PlanFile:
+        file = tempfile.TemporaryFile(prefix="torch_trt_ref_plan_")
+        file.write(plan)
+        file.flush()
+        return cls(file, len(plan))
+
+    # Note [Plan bytes as a tensor]: pickled as a uint8 tensor, not as bytes: torch.save
+    # (pickle protocol 2) writes bytes as a latin-1 string, 1.5x their size in its UTF-8
+    # form, but stores a tensor's storage as a raw record.
+    def __reduce__(self):
+        return (_plan_from_tensor, (torch.frombuffer(bytearray(self.read()), dtype=torch.uint8),))
+
+
+def _plan_from_tensor(plan: torch.Tensor) -> PlanFile:
+    return PlanFile.from_bytes(plan.numpy().tobytes())
 
 
 class _FileWriter(trt.IStreamWriter):

@@ -11,6 +11,18 @@ from torch.fx import Graph, GraphModule, Node
 from .result import PartitionResult, Segment
 
 
+class PartitionedModule(GraphModule):
+    """The stitched module. Pickling (``torch.save``, ``pickle``, ``torch_trt_ref.save``)
+    keeps its graph node by node (``serialize.reduce_partitioned``): GraphModule's own
+    pickling re-traces the generated code, which loses the calling convention (a
+    ``ModelOutput`` would come back as a dict)."""
+
+    def __reduce__(self):
+        from ..serialize import reduce_partitioned
+
+        return reduce_partitioned(self)
+
+
 def segment_name(index: int, segment: Segment) -> str:
     return f"_run_on_{segment.target}_{index}"
 
@@ -69,7 +81,7 @@ def stitch(gm: GraphModule, result: PartitionResult) -> GraphModule:
     for node in graph.nodes:  # weights used directly by the output stay on the parent
         if node.op == "get_attr":
             _copy_attr(gm, root, node.target)
-    stitched = GraphModule(root, graph, class_name="PartitionedModule")
+    stitched = PartitionedModule(root, graph, class_name="PartitionedModule")
     for attr in ("_in_spec", "_out_spec", "meta"):
         if hasattr(gm, attr):
             setattr(stitched, attr, getattr(gm, attr))

@@ -1,13 +1,14 @@
 """``EngineModule``: the nn.Module that stands in for a TensorRT segment in the stitched
-graph; it runs its engine with the TensorRT executor or the reference executor."""
+graph; it runs its engine, through the ``execute_engine`` op, with the TensorRT executor or
+the reference executor."""
 
 from __future__ import annotations
 
 import torch
 
 from ..build import Engine
-from .reference.executor import run_snapshot
-from .trt_executor import TensorRTExecutor, tensorrt_unavailable_reason
+from .custom_op import EngineHandle, output_rules
+from .trt_executor import tensorrt_unavailable_reason
 
 
 def choose_executor(requested: str, device: torch.device | None = None) -> str:
@@ -26,38 +27,41 @@ def choose_executor(requested: str, device: torch.device | None = None) -> str:
 
 class EngineModule(torch.nn.Module):
     """One TensorRT engine. ``forward`` takes the segment's inputs positionally and returns
-    a tensor (one output) or a tuple of tensors."""
+    a tensor (one output) or a tuple of tensors. It calls the ``torch_trt_ref::execute_engine``
+    op with the module's ``EngineHandle`` (``runtime/custom_op.py``), so eager runs,
+    ``torch.export`` programs and loaded programs all run the engine the same way.
+    ``segment`` is the GraphModule the engine was built from; its symbolic shapes give the
+    op's fake implementation."""
 
-    def __init__(self, engine: Engine, executor: str, name: str = "engine"):
+    def __init__(self, engine: Engine, executor: str, name: str = "engine",
+                 segment: torch.fx.GraphModule | None = None):
         super().__init__()
-        self.engine = engine
-        self.executor = executor
-        self.name = name
-        self._trt = None
+        self.handle = EngineHandle(engine, executor, name, output_rules(segment, engine))
+
+    @property
+    def engine(self) -> Engine:
+        return self.handle.engine
+
+    @engine.setter
+    def engine(self, engine: Engine) -> None:  # e.g. a refit engine: deserialized anew
+        self.handle.engine, self.handle._trt = engine, None
+
+    @property
+    def executor(self) -> str:
+        return self.handle.executor
+
+    @executor.setter
+    def executor(self, executor: str) -> None:
+        self.handle.executor = executor
+
+    @property
+    def name(self) -> str:
+        return self.handle.name
 
     def extra_repr(self) -> str:
         return (f"executor={self.executor}, layers={self.engine.layer_count}, "
                 f"plan_bytes={self.engine.nbytes}")
 
-    def _check_shapes(self, args) -> None:
-        for spec, value in zip(self.engine.inputs, args):
-            if not spec.contains(tuple(value.shape)):
-                raise ValueError(
-                    f"{self.name}: input {spec.name} has shape {tuple(value.shape)}, outside the "
-                    f"compiled range min={spec.min_shape} max={spec.max_shape}; recompile with "
-                    "an Input(min_shape, opt_shape, max_shape) that covers it")
-
     def forward(self, *args: torch.Tensor):
-        self._check_shapes(args)
-        named = {}
-        for spec, value in zip(self.engine.inputs, args):
-            named[spec.name] = value.to(spec.dtype) if value.dtype != spec.dtype else value
-        if self.executor == "tensorrt":
-            if self._trt is None:
-                self._trt = TensorRTExecutor(self.engine.runnable_plan(),
-                                             self.engine.requires_output_allocator)
-            outputs = self._trt(named)
-        else:
-            # TensorRT writes dense, contiguous outputs; the reference executor matches that.
-            outputs = [o.contiguous() for o in run_snapshot(self.engine.snapshot, named)]
+        outputs = torch.ops.torch_trt_ref.execute_engine(list(args), self.handle)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
