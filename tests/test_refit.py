@@ -166,3 +166,16 @@ def test_cache_hit_with_other_weights_is_refit_not_stale(tmp_path):
     assert len(list(tmp_path.glob("*.plan"))) == 1
     assert _same(cached_second(ids), fresh_second(ids))
     assert not _same(cached_second(ids), cached_first(ids))
+
+
+def test_refit_after_load(tmp_path):
+    """A loaded program refits like the original: it then equals a fresh compile of the new
+    weights, and a refit program saves and loads with them."""
+    ids = torch.randint(0, 100, (1, 16), generator=torch.Generator().manual_seed(4))
+    compiled = torch_trt_ref.compile(_bert(0), [ids])
+    loaded = torch_trt_ref.load(torch_trt_ref.save(compiled, tmp_path / "bert.ttr"))
+    torch_trt_ref.refit(loaded, _bert(1))
+    fresh = torch_trt_ref.compile(_bert(1), [ids])
+    assert _same(loaded(ids), fresh(ids)) and not _same(loaded(ids), compiled(ids))
+    again = torch_trt_ref.load(torch_trt_ref.save(loaded, tmp_path / "refit.ttr"))
+    assert _same(again(ids), fresh(ids))
