@@ -24,7 +24,7 @@ from torch.utils._pytree import tree_flatten
 
 import torch_trt_ref
 from torch_trt_ref import Input
-from torch_trt_ref.accuracy import to_float64
+from torch_trt_ref.accuracy import judge, to_float64
 
 
 class ConvSigmoidConv(torch.nn.Module):
@@ -190,3 +190,14 @@ def fresh() -> tuple[dict, str]:
         return torch.load(folder / "results.pt", weights_only=False), process.stderr
     finally:
         shutil.rmtree(folder)
+
+
+def check_loaded_outputs(name: str, p: Program, outputs: list, what: str) -> None:
+    """A loaded program's outputs: equal to the compiled module's at every input (same
+    engines, same executor), and within the float64 rule of eager."""
+    for args, got, want, eager, eager64 in zip(p.inputs, outputs, p.compiled_outputs,
+                                                p.eager, p.eager64):
+        shapes = [tuple(a.shape) for a in args]
+        assert same(got, want), f"{name} at {shapes}: {what} output differs from the compiled"
+        verdict = judge(got, eager, eager64)
+        assert verdict.passed, f"{name} at {shapes}: {verdict.message}"

@@ -16,7 +16,6 @@ from deploy_programs import BUILDERS, exported, program, same
 
 import torch_trt_ref
 from torch_trt_ref import Input
-from torch_trt_ref.accuracy import judge
 from torch_trt_ref.runtime.module import EngineModule
 
 EXECUTE_ENGINE = torch.ops.torch_trt_ref.execute_engine.default
@@ -67,12 +66,7 @@ def test_pt2_loaded_in_a_fresh_process_equals_the_compiled_module(name):
     results, _ = deploy_programs.fresh()
     p, loaded = program(name), results[name, "torch.export.save"]
     assert loaded["engines"] == engine_count(p.compiled)
-    for args, got, want, eager, eager64 in zip(p.inputs, loaded["outputs"], p.compiled_outputs,
-                                                p.eager, p.eager64):
-        shapes = [tuple(a.shape) for a in args]
-        assert same(got, want), f"{name} at {shapes}: .pt2 output differs from the compiled"
-        verdict = judge(got, eager, eager64)
-        assert verdict.passed, f"{name} at {shapes}: {verdict.message}"
+    deploy_programs.check_loaded_outputs(name, p, loaded["outputs"], ".pt2")
     if p.dynamic_shapes is not None:
         low, high = p.inputs[0][0].shape, p.inputs[-1][0].shape
         dim = next(d for d in range(len(low)) if low[d] != high[d])

@@ -117,7 +117,8 @@ def test_fold_constants_folds_input_free_arithmetic_but_never_random_ops_or_a_lo
         def forward(self, x):
             pos = torch.arange(0, 4) + 0
             noise = torch.rand(4) + 1
-            return x + pos, x * noise * (self.w + torch.rand_like(self.w)), x + torch.full((4,), 2.0)
+            drawn = x * noise * (self.w + torch.rand_like(self.w))
+            return x + pos, drawn, x + torch.full((4,), 2.0)
 
     x = torch.zeros(4)
     gm = lower_program(capture(M(), (x,)), CompilationSettings())

@@ -18,7 +18,6 @@ from deploy_programs import BUILDERS, program, same
 
 import torch_trt_ref
 from torch_trt_ref._trt import trt
-from torch_trt_ref.accuracy import judge
 from torch_trt_ref.runtime import custom_op
 from torch_trt_ref.runtime.snapshot import NetworkSnapshot
 from torch_trt_ref.serialize import FORMAT_VERSION, SerializationError
@@ -36,12 +35,7 @@ def fresh():
 def test_loaded_in_a_fresh_process_equals_the_compiled_module(fresh, name, fmt):
     results, _ = fresh
     p, loaded = program(name), results[name, fmt]
-    for args, got, want, eager, eager64 in zip(p.inputs, loaded["outputs"], p.compiled_outputs,
-                                                p.eager, p.eager64):
-        shapes = [tuple(a.shape) for a in args]
-        assert same(got, want), f"{name} at {shapes}: loaded output differs from the compiled"
-        verdict = judge(got, eager, eager64)
-        assert verdict.passed, f"{name} at {shapes}: {verdict.message}"
+    deploy_programs.check_loaded_outputs(name, p, loaded["outputs"], "loaded")
     assert loaded["executors"] == torch_trt_ref.executors_used(p.compiled)
     assert as_json(loaded["report"]) == as_json(p.compiled.compile_report.to_json())
 

@@ -209,7 +209,8 @@ class EngineHandle(CustomClassBase):
                  for spec, value in zip(engine.inputs, args)}
         if self.executor == "tensorrt":
             if self._trt is None:
-                self._trt = TensorRTExecutor(engine.runnable_plan(), engine.requires_output_allocator)
+                self._trt = TensorRTExecutor(engine.runnable_plan(),
+                                             engine.requires_output_allocator)
             outputs = self._trt(named)
         else:
             # TensorRT writes dense, contiguous outputs; the reference executor matches that.
