@@ -54,8 +54,11 @@ def run_command(args: argparse.Namespace) -> int:
     sweep(cells, out, timeout=args.timeout, isolation=args.isolation, measure=measure,
           progress=not args.no_progress, on_record=_print_failure)
     records = read_records(out)
+    anchor = None
+    if args.partition_anchor or (args.full and not args.no_partition_anchor):
+        anchor = _measure_partition_anchor(out.with_suffix(".partition_anchor.json"))
     if not args.no_report:
-        _write_reports(records, out.with_suffix(".md"), out.with_suffix(".html"))
+        _write_reports(records, out.with_suffix(".md"), out.with_suffix(".html"), anchor)
     from .report import anchor_section
 
     print("\n".join(["Ratios vs the anchor (fp32):", *anchor_section(records)]))
@@ -72,15 +75,42 @@ def _print_failure(record: dict) -> None:
               f"{first[0][:160] if first else ''}", file=sys.stderr)
 
 
-def _write_reports(records, md_path: Path | None, html_path: Path | None) -> None:
+def _measure_partition_anchor(path: Path) -> list:
+    """The partition anchor rows (partition only, a few minutes), also written to ``path``."""
+    import json
+
+    from .partition_anchor import measure, to_json
+
+    print("zoo: partition anchor (engines beside Torch-TensorRT's, partition only)",
+          file=sys.stderr)
+    rows = measure(None, lambda line: print(line, file=sys.stderr))
+    path.write_text(json.dumps(to_json(rows), indent=1) + "\n")
+    print(f"zoo: wrote {path}", file=sys.stderr)
+    return rows
+
+
+def _read_partition_anchor(path: str) -> list:
+    import json
+
+    from .partition_anchor import from_json
+
+    try:
+        return from_json(json.loads(Path(path).read_text()))
+    except (OSError, ValueError, TypeError) as err:
+        raise ValueError(f"--partition-anchor {path}: {err}; expected the JSON written by "
+                         "`zoo anchors --json` or `zoo run --full`") from None
+
+
+def _write_reports(records, md_path: Path | None, html_path: Path | None,
+                   partition_anchor: list | None = None) -> None:
     from .html import write_html
     from .report import markdown
 
     if md_path is not None:
-        md_path.write_text(markdown(records))
+        md_path.write_text(markdown(records, partition_anchor=partition_anchor))
         print(f"zoo: wrote {md_path}", file=sys.stderr)
     if html_path is not None:
-        write_html(records, html_path)
+        write_html(records, html_path, partition_anchor=partition_anchor)
         print(f"zoo: wrote {html_path} (+ plots as PNG next to it)", file=sys.stderr)
 
 
@@ -89,10 +119,11 @@ def report_command(args: argparse.Namespace) -> int:
     from .schema import read_records
 
     records = read_records(args.records)
+    anchor = _read_partition_anchor(args.partition_anchor) if args.partition_anchor else None
     if not args.markdown and not args.html:
-        print(markdown(records))
+        print(markdown(records, partition_anchor=anchor))
     _write_reports(records, Path(args.markdown) if args.markdown else None,
-                   Path(args.html) if args.html else None)
+                   Path(args.html) if args.html else None, anchor)
     return 0
 
 
@@ -122,9 +153,16 @@ def anchors_command(args: argparse.Namespace) -> int:
 
     print("Partition anchor: engines and transitions per strategy, min_block_size=5 "
           "(partition only)", file=sys.stderr)
-    table = markdown(measure(args.models, lambda line: print(line, file=sys.stderr)))
+    rows = measure(args.models, lambda line: print(line, file=sys.stderr))
+    table = markdown(rows)
     if args.markdown:
         Path(args.markdown).write_text(table + "\n")
+    if args.json:
+        import json
+
+        from .partition_anchor import to_json
+
+        Path(args.json).write_text(json.dumps(to_json(rows), indent=1) + "\n")
     print(table)
     return 0
 
@@ -171,6 +209,11 @@ def add_subcommands(subparsers) -> None:
     run.add_argument("--no-progress", action="store_true",
                      help="no per-cell progress lines on stderr")
     run.add_argument("--no-report", action="store_true", help="skip the .md/.html reports")
+    run.add_argument("--partition-anchor", action="store_true",
+                     help="also measure the partition anchor table (engines beside "
+                     "Torch-TensorRT's; a few minutes) into the report; on with --full")
+    run.add_argument("--no-partition-anchor", action="store_true",
+                     help="with --full: leave the partition anchor table out")
     run.add_argument("--fail-on-error", action="store_true",
                      help="exit 1 when any cell failed (default: failures are data)")
     run.set_defaults(func=run_command)
@@ -179,12 +222,17 @@ def add_subcommands(subparsers) -> None:
                          "per strategy and forced op beside Torch-TensorRT's (no engine built)")
     anc.add_argument("--models", nargs="+", help="subset of the anchor models")
     anc.add_argument("--markdown", help="also write the table here")
+    anc.add_argument("--json", help="also write the rows here (for zoo report "
+                     "--partition-anchor)")
     anc.set_defaults(func=anchors_command)
 
     rep = sub.add_parser("report", help="markdown/HTML report of JSON-lines records")
     rep.add_argument("records", nargs="+", help="JSON-lines files written by zoo run")
     rep.add_argument("--markdown", help="write markdown here (default: print it)")
     rep.add_argument("--html", help="write the HTML report (with plots) here")
+    rep.add_argument("--partition-anchor", metavar="JSON",
+                     help="include the partition anchor table written by zoo anchors --json "
+                     "(or zoo run --full)")
     rep.set_defaults(func=report_command)
 
     c = sub.add_parser("compare", help="delta table of two sweeps; exit 1 on a regression")

@@ -54,7 +54,8 @@ def markdown_to_html(md: str) -> str:
     return "\n".join(out)
 
 
-def write_html(records: list[dict], path: str | Path, title: str = "Model zoo report") -> Path:
+def write_html(records: list[dict], path: str | Path, title: str = "Model zoo report",
+               partition_anchor: list | None = None) -> Path:
     """Write the HTML report to ``path`` and each plot to ``<stem>_<figure>.png``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -67,7 +68,7 @@ def write_html(records: list[dict], path: str | Path, title: str = "Model zoo re
         data = base64.b64encode(png).decode()
         figures.append(f'<h3>{name.replace("_", " ")}</h3>'
                        f'<img alt="{name}" src="data:image/png;base64,{data}">')
-    body = markdown_to_html(markdown(records, title))
+    body = markdown_to_html(markdown(records, title, partition_anchor))
     head, _, rest = body.partition("\n")
     page = (f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}"
             f"</title><style>{STYLE}</style></head><body>{head}\n<h2>Plots</h2>"

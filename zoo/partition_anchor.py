@@ -3,12 +3,14 @@ and for ops forced to PyTorch, how many TensorRT engines and PyTorch<->TensorRT 
 each of our strategies makes, beside Torch-TensorRT's own partitioner on the same model.
 
 Partition only (capture, lowering, capability, strategy; no engine is built), so the
-numbers are machine-independent. ``torch-trt-ref zoo anchors`` prints the table."""
+numbers are machine-independent. ``torch-trt-ref zoo anchors`` prints the table (``--json``
+keeps the rows); ``zoo run --full`` measures it too, and the zoo report shows it
+(``section``)."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Callable
 
 import torch
@@ -120,3 +122,28 @@ def markdown(rows: list[Row]) -> str:
         lines.append(f"| {r.model} | {r.forced} | {r.strategy} | {r.engines} | "
                      f"{r.transitions} | {peer} | {ratio} |")
     return "\n".join(lines)
+
+
+def to_json(rows: list[Row]) -> list[dict]:
+    return [asdict(r) for r in rows]
+
+
+def from_json(items: list[dict]) -> list[Row]:
+    return [Row(**item) for item in items]
+
+
+def section(rows: list[Row]) -> list[str]:
+    """The zoo report's section: what was measured, the verdict against the peer, the
+    table."""
+    above = [r for r in rows if r.peer is not None and r.engines > r.peer]
+    compared = sum(r.peer is not None for r in rows)
+    verdict = (f"All {compared} rows with a Torch-TensorRT count are at or below it."
+               if not above else
+               f"{len(above)} of {compared} rows with a Torch-TensorRT count are above it: "
+               + ", ".join(f"{r.model} / {r.forced} / {r.strategy} {r.engines} vs {r.peer}"
+                           for r in above) + ".")
+    return [f"TensorRT engines and PyTorch<->TensorRT transitions per strategy, "
+            f"min_block_size={MIN_BLOCK_SIZE}, nothing or one op forced to PyTorch (partition "
+            "only); Torch-TensorRT's count is its fast partitioner's for our fast and "
+            "dependency_aware, its global partitioner's for global (zoo/partition_anchor.py "
+            "names the source). " + verdict, "", markdown(rows)]

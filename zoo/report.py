@@ -244,7 +244,10 @@ def error_section(records: list[dict]) -> list[str]:
     return lines
 
 
-def markdown(records: list[dict], title: str = "Model zoo report") -> str:
+def markdown(records: list[dict], title: str = "Model zoo report",
+             partition_anchor: list | None = None) -> str:
+    """The report of ``records``; with ``partition_anchor`` rows (zoo.partition_anchor.Row)
+    also the partition anchor table."""
     ok = sum(1 for r in records if r.get("status") == "ok")
     runs = sorted({r.get("run_id", "?") for r in records})
     out = [f"# {title}", "", f"{len(records)} cells ({ok} ok, {len(records) - ok} failed), "
@@ -258,6 +261,11 @@ def markdown(records: list[dict], title: str = "Model zoo report") -> str:
     out += ["", ACCURACY_NOTE]
     out += ["", "## Ratios vs the anchor (Torch-TensorRT 2.13 + TensorRT-RTX, fp32)", ""]
     out += anchor_section(records)
+    if partition_anchor:
+        from .partition_anchor import section
+
+        out += ["", "## Partition anchor: engines beside Torch-TensorRT's", ""]
+        out += section(partition_anchor)
     out += ["", "## Peak compile memory by phase (fp32)", ""] + memory_section(records)
     out += ["", "## Resource partitioning", ""] + resource_section(records)
     out += ["", "## Unsupported ops", ""] + unsupported_section(records)

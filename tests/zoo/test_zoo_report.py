@@ -135,3 +135,32 @@ def test_version_1_records_are_read_with_their_tolerance_verdict(tmp_path):
     (read,) = read_records(path)
     assert read["accuracy"]["passed"] is False and read["accuracy"]["rule"] == "tolerance"
     assert "tolerance 0.001 ✗" in markdown([read])
+
+
+def test_partition_anchor_section_flags_rows_above_the_peer(tmp_path):
+    """Hand-made anchor rows: the report names the one row above Torch-TensorRT's count
+    (27 engines vs 25), and ``zoo report --partition-anchor`` reads the rows back from the
+    JSON ``zoo anchors --json`` writes."""
+    import json
+
+    from torch_trt_ref.cli import main
+    from zoo.partition_anchor import Row, to_json
+
+    rows = [Row("bert_base", "aten.add.Tensor", "fast", 24, 48, 25),
+            Row("bert_base", "aten.add.Tensor", "global", 27, 53, 25),
+            Row("bert_base", "aten.gelu.default", "fast", 13, 24, None)]
+    text = markdown([record()], partition_anchor=rows)
+    assert "## Partition anchor: engines beside Torch-TensorRT's" in text
+    assert "1 of 2 rows with a Torch-TensorRT count are above it: bert_base / " \
+           "aten.add.Tensor / global 27 vs 25." in text
+    assert "| bert_base | aten.add.Tensor | fast | 24 | 48 | 25 | 0.96 |" in text
+    assert "Partition anchor" not in markdown([record()])
+    records, anchor = tmp_path / "r.jsonl", tmp_path / "anchor.json"
+    write_record(records, record())
+    anchor.write_text(json.dumps(to_json(rows[:1])))
+    out = tmp_path / "report.md"
+    assert main(["zoo", "report", str(records), "--markdown", str(out),
+                 "--partition-anchor", str(anchor)]) == 0
+    assert "All 1 rows with a Torch-TensorRT count are at or below it." in out.read_text()
+    anchor.write_text("[{\"model\": 1}]")
+    assert main(["zoo", "report", str(records), "--partition-anchor", str(anchor)]) == 2
