@@ -87,12 +87,24 @@ def _fake_values(node: Node) -> list[Any]:
 def unbacked_symbols(node: Node) -> tuple[set, set]:
     """The unbacked symbols in the sizes of ``node``'s inputs, and those only its own
     output has (the ones it makes). Note [Data-dependent sizes]."""
-    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
     read: set = set()
     for arg in node.all_input_nodes:
-        read |= free_unbacked_symbols(arg.meta.get("val"))
-    return read, free_unbacked_symbols(node.meta.get("val")) - read
+        read |= _size_symbols(arg.meta.get("val"))
+    return read, _size_symbols(node.meta.get("val")) - read
+
+
+def _size_symbols(value) -> set:
+    """Unbacked symbols in the sizes of a value (tensors' shapes, SymInts), not in strides
+    or storage offsets: ``select(x, 0, s0 - 2)`` under size-oblivious tracing gets an
+    unbacked storage offset but a shape TensorRT can build for."""
+    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
+
+    if isinstance(value, (tuple, list)):
+        return set().union(*map(_size_symbols, value)) if value else set()
+    if isinstance(value, torch.Tensor):
+        return free_unbacked_symbols(tuple(value.shape))
+    return free_unbacked_symbols(value)
 
 
 def _unbacked_reason(node: Node, symbols: set, support: ConverterSupport) -> str:
@@ -106,7 +118,6 @@ def _unbacked_reason(node: Node, symbols: set, support: ConverterSupport) -> str
 def _makers(node: Node, symbols: set) -> list[str]:
     """Names of the nodes that made ``symbols`` (their ``unbacked_bindings``), found by
     walking up the inputs that carry them."""
-    from torch.fx.experimental.symbolic_shapes import free_unbacked_symbols
 
     found, seen, todo = [], set(), [node]
     while todo and len(seen) < 10_000:
@@ -117,8 +128,7 @@ def _makers(node: Node, symbols: set) -> list[str]:
         if set(n.meta.get("unbacked_bindings") or ()) & symbols:
             found.append(n.name)
             continue
-        todo += [a for a in n.all_input_nodes
-                 if free_unbacked_symbols(a.meta.get("val")) & symbols]
+        todo += [a for a in n.all_input_nodes if _size_symbols(a.meta.get("val")) & symbols]
     return sorted(found)
 
 
