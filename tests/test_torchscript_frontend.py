@@ -46,17 +46,23 @@ def rejected_ops(compiled) -> dict[str, dict[str, int]]:
     return compiled.compile_report.support.get("reasons", {})
 
 
-def test_scripted_resnet18_equals_eager_with_one_block_kept_by_path():
-    """A scripted model, one block named by its path: exactly that block's nodes run in
-    PyTorch (two convs, two norms, two relus, the add), the rest in one engine."""
+def compile_torchscript(kind: str, kept: list[str]):
+    """resnet18 scripted or traced, compiled with ``kept`` in torch_executed_modules: within
+    the float64 rule of eager, through the TorchScript frontend."""
     model, x, eager, eager64 = resnet()
-    compiled = torch_trt_ref.compile(scripted("script"), (x,),
-                                     torch_executed_modules=["layer1.0"])
+    compiled = torch_trt_ref.compile(scripted(kind), (x,), torch_executed_modules=kept)
     with torch.no_grad():
         verdict = judge(compiled(x), eager, eager64)
     assert verdict.passed, verdict.message
+    assert compiled.compile_report.frontend == torchscript.ROUTE
+    return compiled
+
+
+def test_scripted_resnet18_equals_eager_with_one_block_kept_by_path():
+    """A scripted model, one block named by its path: exactly that block's nodes run in
+    PyTorch (two convs, two norms, two relus, the add), the rest in one engine."""
+    compiled = compile_torchscript("script", ["layer1.0"])
     report = compiled.compile_report
-    assert report.frontend == torchscript.ROUTE
     why = "inside torch_executed_modules module layer1.0 (BasicBlock)"
     counts = {op: r[why] for op, r in rejected_ops(compiled).items() if why in r}
     assert counts == BLOCK_OPS
@@ -67,15 +73,8 @@ def test_traced_resnet18_equals_eager_with_a_type_kept_by_qualified_name():
     """A traced model (TorchScript mangles its type names; the frontend strips that): the
     average pool, named by qualified type, runs in PyTorch, everything before it in one
     engine."""
-    model, x, eager, eager64 = resnet()
-    compiled = torch_trt_ref.compile(
-        scripted("trace"), (x,),
-        torch_executed_modules=["torch.nn.modules.pooling.AdaptiveAvgPool2d"])
-    with torch.no_grad():
-        verdict = judge(compiled(x), eager, eager64)
-    assert verdict.passed, verdict.message
+    compiled = compile_torchscript("trace", ["torch.nn.modules.pooling.AdaptiveAvgPool2d"])
     report = compiled.compile_report
-    assert report.frontend == torchscript.ROUTE
     [(op, reasons)] = [(op, r) for op, r in rejected_ops(compiled).items()
                        if any("torch_executed_modules" in why for why in r)]
     assert op.startswith(("aten.mean", "aten.adaptive_avg_pool2d", "aten.avg_pool2d"))
