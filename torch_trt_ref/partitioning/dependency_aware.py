@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .fast import alternate, fast_start, phase_units
 from .result import TENSORRT, TORCH, Segment
-from .rules import apply_min_block_size, merge_adjacent
+from .rules import after_min_block_size, merge_adjacent
 from .units import UnitGraph
 
 OTHER = {TENSORRT: TORCH, TORCH: TENSORRT}
@@ -46,8 +46,7 @@ def dependency_aware_segments(units: UnitGraph, min_block_size: int = 1) -> list
 
 def _counts(plan: list[Segment], min_block_size: int) -> tuple[int, int, set]:
     """(engines, segments, nodes in TensorRT) after min_block_size and merging."""
-    copies = [Segment(s.target, list(s.nodes), s.do_not_merge) for s in plan]
-    final = merge_adjacent(apply_min_block_size(copies, min_block_size))
+    final = after_min_block_size(plan, min_block_size)
     engines = [s for s in final if s.target == TENSORRT]
     return len(engines), len(final), {n for s in engines for n in s.nodes}
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from .dependency_aware import dependency_aware_segments
 from .fast import alternate, fast_start, greedy_phases, linear_segments, phase_units
 from .result import TENSORRT, TORCH, Segment
-from .rules import apply_min_block_size, merge_adjacent
+from .rules import after_min_block_size, apply_min_block_size, merge_adjacent
 from .units import UnitGraph
 
 # Search states (downset, open target, open engine size) the exact search may create before
@@ -153,8 +153,7 @@ def _best_known(units: UnitGraph, m: int, floor: set[int]) -> list[Segment]:
 
 def _scored(segments: list[Segment], m: int) -> Objective:
     """The objective of a strategy's plan after min_block_size and merging."""
-    copies = [Segment(s.target, list(s.nodes), s.do_not_merge) for s in segments]
-    return objective(merge_adjacent(apply_min_block_size(copies, m)))
+    return objective(after_min_block_size(segments, m))
 
 
 def _exact_plan(units: UnitGraph, m: int, floor: set[int], budget: int,

@@ -45,6 +45,13 @@ def merge_adjacent(segments: list[Segment]) -> list[Segment]:
     return merged
 
 
+def after_min_block_size(segments: list[Segment], min_block_size: int) -> list[Segment]:
+    """What ``segments`` become after min_block_size and merging, leaving them unchanged
+    (for comparing plans before the driver applies the rules)."""
+    copies = [Segment(s.target, list(s.nodes), s.do_not_merge) for s in segments]
+    return merge_adjacent(apply_min_block_size(copies, min_block_size))
+
+
 def attr_nbytes(gm: GraphModule, node: Node) -> int:
     """Bytes of the tensor a get_attr node fetches (0 for submodules and non-tensors)."""
     val = node.meta.get("val")
