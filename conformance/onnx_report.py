@@ -87,6 +87,15 @@ EXPLAINED = {
         "DK) / S) + 1 (NvInfer.h, enum PaddingMode), keeping a last window that starts in "
         "the padding; ONNX MaxPool/AveragePool (opset 22 doc): \"Sliding windows that would "
         "start in the right padded region are ignored\""),
+    # Measured against softmax(QK^T / sqrt(d) + causal mask) V in float64 (torch): at the
+    # first differing element (0, 0, 1, 4) float64 gives 0.469190, the executor 0.468994,
+    # ONNX 0.469482; over the output the executor's RMSE from float64 is 1.10e-4, ONNX's
+    # expected output's 1.29e-4.
+    "test_attention_4d_causal_fp16_expanded": (
+        "float16 rounding: ONNX's expected output and the executor differ by 2 fp16 ulps "
+        "at 2 elements, each within 1.2 ulps of float64 and the executor the closer one "
+        "(RMSE from float64: executor 1.10e-4, ONNX 1.29e-4); ONNX's float16 rtol=1e-3 is "
+        "about one ulp"),
 }
 
 
