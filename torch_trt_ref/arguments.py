@@ -5,7 +5,7 @@ TypeError naming what was wrong and what is accepted."""
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, Optional
 
 import torch
 from torch.export import ExportedProgram
@@ -92,14 +92,30 @@ def train_mode_warning(model: Any) -> str | None:
             "model.eval() before compile to silence this.")
 
 
+def forward_signature(model) -> Optional[inspect.Signature]:
+    """``model.forward``'s signature; None for a non-module or a forward without one (a
+    builtin or scripted forward: capture decides)."""
+    if not isinstance(model, torch.nn.Module):
+        return None
+    try:
+        return inspect.signature(model.forward)
+    except (TypeError, ValueError):
+        return None
+
+
+def input_names(model, count: int) -> list[str]:
+    """Names of the first ``count`` positional inputs: ``forward``'s parameter names where
+    it has them, else "input i"."""
+    signature = forward_signature(model)
+    params = list(signature.parameters) if signature is not None else []
+    return [params[i] if i < len(params) else f"input {i}" for i in range(count)]
+
+
 def check_signature(model, inputs: list, kwarg_inputs: dict) -> None:
     """The example inputs must bind to ``model.forward``; else a TypeError naming the
     signature (rather than torch.export's error from deep inside tracing)."""
-    if not isinstance(model, torch.nn.Module):
-        return
-    try:
-        signature = inspect.signature(model.forward)
-    except (TypeError, ValueError):  # a builtin or scripted forward: let capture decide
+    signature = forward_signature(model)
+    if signature is None:
         return
     try:
         signature.bind(*inputs, **kwarg_inputs)

@@ -219,18 +219,10 @@ def _dry_run(stitched, gm, result, settings, device, report, model, inputs, kwar
 def _guard_input_dtypes(stitched: GraphModule, model, inputs, kwarg_inputs, specs) -> None:
     """Install ``InputDtypeGuard`` on the compiled module: an input of another dtype than
     the example it was compiled for is a TypeError, not a silent cast."""
+    from .arguments import input_names
     from .runtime.guard import InputDtypeGuard
 
-    names = [f"input {i}" for i in range(len(inputs))]
-    if isinstance(model, torch.nn.Module):
-        import inspect
-
-        try:
-            params = list(inspect.signature(model.forward).parameters)
-            names = [params[i] if i < len(params) else names[i] for i in range(len(inputs))]
-        except (TypeError, ValueError):
-            pass
-    positional = [(n, spec.dtype) for n, spec in zip(names, specs)]
+    positional = [(n, spec.dtype) for n, spec in zip(input_names(model, len(inputs)), specs)]
     keyword = {k: spec.dtype for k, spec in zip(kwarg_inputs, specs[len(inputs):])}
     stitched.register_forward_pre_hook(InputDtypeGuard(positional, keyword), with_kwargs=True)
 

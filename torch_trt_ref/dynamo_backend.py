@@ -82,8 +82,7 @@ class Backend:
             raise ValueError(f"backend {NAME!r} takes options=..., not {sorted(unknown)}")
         settings = self.settings
         if kwargs.get("options"):
-            CompilationSettings.from_kwargs(**kwargs["options"])  # unknown names: clear error
-            settings = settings.replace(**kwargs["options"])
+            settings = settings.replace(**kwargs["options"])  # unknown names: clear error
         return compile_graph(gm, example_inputs, settings, self.report)
 
     def reset(self) -> None:

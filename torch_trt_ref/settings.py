@@ -187,17 +187,12 @@ class CompilationSettings:
     def from_kwargs(cls, **kwargs) -> "CompilationSettings":
         """Build settings from keyword arguments, rejecting unknown names with the list of
         accepted ones (a typo must not be silently ignored)."""
-        unknown = {k: v for k, v in kwargs.items() if k not in FIELDS}
-        known = {k: v for k, v in kwargs.items() if k in FIELDS}
-        if unknown:
-            hints = []
-            for key in unknown:
-                close = difflib.get_close_matches(key, FIELDS, n=1)
-                hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-            raise ValueError(f"unknown settings {', '.join(hints)}; accepted: {sorted(FIELDS)}")
-        return cls(**known)
+        _reject_unknown(kwargs)
+        return cls(**kwargs)
 
     def replace(self, **changes) -> "CompilationSettings":
+        """A copy with ``changes``; unknown names are rejected as in ``from_kwargs``."""
+        _reject_unknown(changes)
         return dataclasses.replace(self, **changes)
 
     @property
@@ -224,3 +219,14 @@ class CompilationSettings:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(CompilationSettings) if f.name != "extra")
+
+
+def _reject_unknown(names) -> None:
+    """A ValueError naming every setting not in FIELDS, with the closest accepted name."""
+    unknown = [key for key in names if key not in FIELDS]
+    if unknown:
+        hints = []
+        for key in unknown:
+            close = difflib.get_close_matches(key, FIELDS, n=1)
+            hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        raise ValueError(f"unknown settings {', '.join(hints)}; accepted: {sorted(FIELDS)}")
