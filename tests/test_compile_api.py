@@ -165,3 +165,25 @@ def test_compile_leaves_the_garbage_collector_as_it_found_it():
         assert gc.get_freeze_count() > 0  # the caller's frozen objects stay frozen
     finally:
         gc.unfreeze()
+
+
+class _PassThrough(torch.nn.Module):
+    """Engines whose outputs are an input as TensorRT's network passes it on."""
+
+    def forward(self, x):
+        return torch.cat([x]), torch.nn.functional.pixel_shuffle(x, 1), x * 2
+
+
+@pytest.mark.parametrize("batch", [0, 1])
+def test_an_engine_passing_an_input_through_returns_new_tensors(batch):
+    # The engine runs as the custom op torch_trt_ref::execute_engine, whose outputs may not
+    # share storage with its inputs (torch checks by storage object, empty tensors too: the
+    # OpInfo samples of cat and pixel_shuffle with an empty batch raised at run time).
+    x = torch.randn(batch, 4, 2, 2)
+    compiled = torch_trt_ref.compile(_PassThrough(), [x], min_block_size=1)
+    assert compiled.compile_report.counts["tensorrt"] == 1
+    assert not compiled.compile_report.counts.get("torch")
+    outputs = compiled(x)
+    for got, want in zip(outputs, _PassThrough()(x)):
+        assert torch.equal(got, want)
+        assert got.untyped_storage()._cdata != x.untyped_storage()._cdata

@@ -286,15 +286,15 @@ def runnable_executor(executor: str, name: str, engine: Engine,
 
 def _unaliased(outputs: list[torch.Tensor], args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
     """A custom op's outputs may not alias its inputs or each other (a snapshot that passes
-    an input through would): such outputs are copied."""
-    seen = {t.untyped_storage().data_ptr() for t in args if t.numel()}
+    an input through would): such outputs are copied. Aliasing is judged as torch's check
+    does (``torch._library.utils.check_aliasing_constraint``): by storage object, empty
+    tensors included."""
+    seen = {t.untyped_storage()._cdata for t in args}
     out = []
     for tensor in outputs:
-        ptr = tensor.untyped_storage().data_ptr()
-        if tensor.numel() and ptr in seen:
+        if tensor.untyped_storage()._cdata in seen:
             tensor = tensor.clone()
-            ptr = tensor.untyped_storage().data_ptr()
-        seen.add(ptr)
+        seen.add(tensor.untyped_storage()._cdata)
         out.append(tensor)
     return out
 
