@@ -150,3 +150,19 @@ def test_conformance_cases_of_random_ops_return_draw_independent_values(case):
         for a, b in zip(torch.utils._pytree.tree_leaves(first),
                         torch.utils._pytree.tree_leaves(second)):
             assert torch.equal(a, b)
+
+
+def test_rank_0_draws_compile_fully_and_lie_in_their_support():
+    # tensorrt_rtx's builder fails on a rank-0 random fill (OpInfo's bernoulli and randint
+    # samples of shape ()): the converter draws one value and reshapes it.
+    class Scalars(torch.nn.Module):
+        def forward(self, p):
+            return torch.bernoulli(p), torch.randint(3, 10, ()), torch.rand(())
+
+    p = torch.tensor(0.5)
+    compiled = torch_trt_ref.compile(Scalars(), [p], min_block_size=1,
+                                     require_full_compilation=True)
+    bern, ints, unit = compiled(p)
+    assert bern.shape == ints.shape == unit.shape == ()
+    assert bern.item() in (0.0, 1.0) and ints.dtype == torch.int64 and 3 <= ints.item() < 10
+    assert 0.0 <= unit.item() < 1.0

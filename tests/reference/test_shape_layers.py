@@ -191,3 +191,20 @@ def test_network_assertion_message():
     run_network(build, {"ok": (trt.bool, torch.tensor([True]))})
     with pytest.raises(AssertionError, match="ok must hold"):
         run_network(build, {"ok": (trt.bool, torch.tensor([False]))})
+
+
+def test_network_empty_constant_concatenated():
+    # TensorRT gives an empty constant's weights back as an empty array (OpInfo's
+    # combinations sample with r > n builds one): the snapshot keeps it as zero values.
+    import tensorrt_rtx as trt
+
+    def build(net, x):
+        empty = net.add_constant((0, 2), trt.Weights(trt.float32))
+        cat = net.add_concatenation([empty.get_output(0), x["x"]])
+        cat.axis = 0
+        return [empty.get_output(0), cat.get_output(0)]
+
+    x = f32([[1.0, 2.0]])
+    empty, out = run_network(build, {"x": (trt.float32, x)})
+    assert empty.shape == (0, 2) and empty.dtype == torch.float32
+    assert torch.equal(out, x)

@@ -152,6 +152,12 @@ def take_snapshot(net, weight_sources: dict[str, dict[str, torch.Tensor]]) -> Ne
             sources = weight_sources.get(layer.name, {})
             for attr in spec.weights:
                 record.attrs[attr] = _weights(getattr(layer, attr), sources.get(attr))
+            dtype = record.outputs[0].dtype if record.outputs else None
+            if kind == "CONSTANT" and record.attrs["weights"] is None and \
+                    isinstance(dtype, torch.dtype):
+                # an empty constant (shape (0, 2)): TensorRT gives back an empty array, which
+                # _weights reads as "no weights"; it is zero values of the output's type
+                record.attrs["weights"] = torch.empty(0, dtype=dtype)
         records.append(record)
     return NetworkSnapshot(inputs, outputs, _in_dependency_order(records))
 

@@ -27,7 +27,12 @@ MAX_INT_RANGE = 2**24
 def random_fill(ctx, size, operation, alpha: float, beta: float, dtype: torch.dtype):
     """An IFillLayer drawing ``size`` values (ints or run-time dims): RANDOM_UNIFORM between
     alpha and beta, RANDOM_NORMAL with mean alpha and standard deviation beta. Drawn in
-    ``dtype`` when TensorRT can, else in float32 and cast."""
+    ``dtype`` when TensorRT can, else in float32 and cast. A rank-0 draw is one value
+    reshaped to rank 0 (tensorrt_rtx's builder fails on a rank-0 random fill: "Copy
+    operation '..._output_shape_concat' has 1 inputs", measured)."""
+    if len(size) == 0:
+        one = random_fill(ctx, [1], operation, alpha, beta, dtype)
+        return helpers.reshape(ctx, one, [])
     draw = dtype if dtype in FILL_DTYPES else torch.float32
     dims = [D.as_dim(ctx, d) for d in size]
     shape = D.shape_tensor(ctx, dims) if not D.is_static(dims) else None
