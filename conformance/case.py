@@ -81,6 +81,10 @@ class Case:
     # dynamic ranges: conformance/runner.py _ranges (a delta: [max(2, size - delta), size + 2]
     # for every dim, for ops whose index values or k need a larger min than 1)
     min_shape_delta: int | None = None
+    # export dynamic dims as Dim.DYNAMIC, as compile() does for Input ranges, instead of
+    # named Dims: for ops with shape guards export cannot prove over the whole range (it
+    # raises ConstraintViolationError on a named Dim, e.g. ceil_mode pooling's last window)
+    infer_dims: bool = False
     # compile() settings, e.g. disabled_decompositions to keep an op the default lowering
     # decomposes (its converter serves graphs whose user disabled that decomposition)
     settings: dict = field(default_factory=dict)

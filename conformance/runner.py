@@ -101,7 +101,8 @@ def _inputs(case: Case, dynamic: bool):
             if shape[d] in ranges:
                 a, _, c = ranges[shape[d]]
                 lo[d], hi[d] = a, c
-                spec_dims[d] = dims.setdefault(shape[d], Dim(f"s{shape[d]}", min=a, max=c))
+                spec_dims[d] = (Dim.DYNAMIC(min=a, max=c) if case.infer_dims else
+                                dims.setdefault(shape[d], Dim(f"s{shape[d]}", min=a, max=c)))
         specs.append((shape, tuple(lo), tuple(hi)))
         dyn_shapes.append(spec_dims or None)
     return specs, dyn_shapes

@@ -16,6 +16,11 @@ def _values(fn):
     return lambda *a, **k: fn(*a, **k)[0]
 
 
+# Exported as compile() exports Input ranges (Case.infer_dims): ATen's ceil_mode test "does
+# the last window start in the padding?" is a guard export cannot prove over a named Dim.
+CEIL = {"infer_dims": True}
+
+
 def _max(op, args, name, **kw):
     return Case(_values(op), args, name=name, check_op=op, **kw)
 
@@ -23,15 +28,15 @@ def _max(op, args, name, **kw):
 CASES = [
     _max(max2d, (T((2, 3, 8, 8)), [2, 2]), "k2"),
     _max(max2d, (T((1, 2, 7, 9)), [3, 3], [2, 2], [1, 1]), "k3s2p1"),
-    _max(max2d, (T((1, 2, 8, 7)), [3, 2], [2, 2], [1, 0], [1, 1], True), "ceil_mode",
-         dynamic=False),
+    _max(max2d, (T((2, 2, 8, 7), dynamic=(0, 2, 3)), [3, 2], [2, 2], [1, 0], [1, 1], True),
+         "ceil_mode", **CEIL),
     _max(max2d, (T((3, 6, 6), dynamic=()), [2, 2]), "unbatched"),
     _max(max3d, (T((1, 2, 4, 6, 6)), [2, 2, 2], [2, 1, 2], [0, 1, 1]), "3d"),
     Case(avg2d, (T((2, 3, 8, 8)), [2, 2]), name="k2"),
     Case(avg2d, (T((1, 2, 7, 7)), [3, 3], [2, 2], [1, 1]), name="pad_counted"),
     Case(avg2d, (T((1, 2, 7, 7)), [3, 3], [2, 2], [1, 1], False, False), name="pad_excluded"),
-    Case(avg2d, (T((1, 2, 8, 7)), [3, 3], [2, 2], [0, 0], True), name="ceil_mode",
-         dynamic=False),
+    Case(avg2d, (T((2, 2, 8, 7), dynamic=(0, 2, 3)), [3, 3], [2, 2], [0, 0], True),
+         name="ceil_mode", **CEIL),
     Case(avg2d, (T((1, 2, 6, 6)), [2, 2], [2, 2], [0, 0], False, True, 3), name="divisor"),
     Case(avg3d, (T((1, 2, 4, 6, 6)), [2, 2, 2], [2, 2, 2], [1, 1, 1]), name="3d"),
     Case(aten._adaptive_avg_pool2d.default, (T((2, 3, 8, 6)), [4, 2]), name="divisible"),
@@ -86,4 +91,32 @@ CASES += [
          "dyn_all"),
     _max(aten.adaptive_max_pool3d.default, (T((2, 3, 6, 7, 5), dynamic=ALL_DIMS),
                                             [2, 3, 4]), "dyn_all"),
+]
+
+# ceil_mode over dynamic batch and spatial dims (Note [ceil_mode] in
+# torch_trt_ref/conversion/converters/pooling.py). The dynamic cells run each spatial size
+# n at n - 1, n and n + 2, chosen so that ATen drops the last window (it would start in
+# the right padding) at some of these sizes and not at others: with kernel 2, stride 3,
+# padding 1, at n = 7 but not 6 or 9; with kernel 3, stride 3, padding 1, at 5 and 8 but
+# not 6; with kernel 2, stride 2, padding 1, at 5 but not 6 or 8. The windows that stay
+# reach past n + p at some sizes only (kernel 3, stride 2: at 6 and 8, not 5), which is
+# what count_include_pad's divisor sees.
+CEIL_2D = ([2, 3], [3, 2], [1, 1])  # drops at H = 7; overhangs at W = 6, 8
+CEIL_3D = ([2, 3, 2], [3, 3, 2], [1, 1, 0])  # drops at D = 7, H = 5, 8
+X2, X3 = T((2, 2, 7, 6), dynamic=(0, 2, 3)), T((2, 2, 7, 6, 5), dynamic=(0, 2, 3, 4))
+X1 = T((3, 2, 7), dynamic=(0, 2))
+CASES += [
+    _max(max2d, (X2, [2, 2], [3, 2], [1, 1], [1, 1], True), "ceil_drops_last_window", **CEIL),
+    _max(max3d, (X3, *CEIL_3D, [1, 1, 1], True), "ceil_mode", **CEIL),
+    # torch.export specializes the length of max_pool1d's input: only its batch varies
+    Case(F.max_pool1d, (T((3, 2, 7), dynamic=(0,)), 2, 3, 1, 1, True), name="max1d_ceil",
+         check_op=max2d),
+    Case(avg2d, (X2, *CEIL_2D, True), name="ceil_pad_counted", **CEIL),
+    Case(avg2d, (X2, *CEIL_2D, True, False), name="ceil_pad_excluded", **CEIL),
+    Case(avg2d, (X2, *CEIL_2D, True, True, 5), name="ceil_divisor", **CEIL),
+    Case(avg3d, (X3, *CEIL_3D, True), name="ceil_pad_counted", **CEIL),
+    Case(avg3d, (X3, *CEIL_3D, True, False), name="ceil_pad_excluded", **CEIL),
+    Case(F.avg_pool1d, (X1, 2, 3, 1, True), name="avg1d_ceil", check_op=avg2d, **CEIL),
+    Case(F.avg_pool1d, (X1, 3, 3, 0, True, False), name="avg1d_ceil_no_pad", check_op=avg2d,
+         **CEIL),
 ]

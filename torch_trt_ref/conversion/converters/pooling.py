@@ -22,15 +22,27 @@ from ._nn_common import (
     node_args,
     positions,
 )
+from .padding import MODE, pad_slice
 
 aten = torch.ops.aten
 POOL = trt.PoolingType
 
-# Note [ceil_mode]: TensorRT's EXPLICIT_ROUND_DOWN output size is
-# floor((n + pre + post - k) / s) + 1. torch's ceil_mode size is ceil((n + 2p - k) / s) + 1,
-# minus one when the last window would start in the right padding. Both agree once the
-# post padding grows by ``extra`` = (out - 1) * s + k - (n + 2p) (when positive); max
-# pooling ignores padding, and average pooling must then exclude it (see _avg_validator).
+# Note [ceil_mode]: ATen's ceil_mode size is floor((n + 2p - k + s - 1) / s) + 1, minus one
+# when that last window would start at or past n + p (in the right padding), that is
+# min(floor((n + 2p - k + s - 1) / s), floor((n + p - 1) / s)) + 1. TensorRT's
+# EXPLICIT_ROUND_DOWN size is floor((n + pre + post - k) / s) + 1, and TensorRT wants
+# padding smaller than the window. A post padding of p + extra gives ATen's size:
+#   static n:  extra = (out - 1) * s + k - (n + 2p) when positive (the last window's
+#              overhang past n + p; at most k - 1 - p since that window starts before n)
+#   dynamic n: extra = min(s - 1, k - 1 - p), for every n at once (floor is monotonic, so
+#              floor((X + min(a, b)) / s) = min(floor((X + a) / s), floor((X + b) / s)))
+# Max pooling ignores padding. ATen's average divides by the window's overlap with
+# [-p, n + p) (count_include_pad) or with [0, n). The latter is TensorRT's
+# average_count_excludes_padding. For the former TensorRT's full window is right until a
+# window reaches past n + p; then (extra > 0) the declared padding becomes real zeros and
+# the remaining (extra) padding is excluded. divisor_override D scales TensorRT's
+# full-window average (sum / kernel area: ROUND_DOWN windows stay inside the padded
+# input) by area / D.
 
 
 def _geometry(args: dict, nd: int):
@@ -41,14 +53,15 @@ def _geometry(args: dict, nd: int):
     return p["kernel"], p["stride"], p["padding"]
 
 
-def _ceil_extra(spatial, kernel, stride, padding, ceil_mode: bool) -> Optional[list[int]]:
-    """Extra post padding per dim for ceil_mode; None when a spatial dim is dynamic."""
+def _ceil_extra(spatial, kernel, stride, padding, ceil_mode: bool) -> list[int]:
+    """Extra post padding per dim for ceil_mode (Note [ceil_mode])."""
     if not ceil_mode:
         return [0] * len(kernel)
     extra = []
     for n, k, s, p in zip(spatial, kernel, stride, padding):
-        if not isinstance(n, int):
-            return None
+        if not isinstance(n, int) or n < 0:
+            extra.append(min(s - 1, k - 1 - p))
+            continue
         out = -(-(n + 2 * p - k) // s) + 1
         if (out - 1) * s >= n + p:
             out -= 1
@@ -73,40 +86,16 @@ def _max_validator(nd: int):
             return reason
         args = node_args(node)
         try:
-            kernel, stride, padding = _geometry(args, nd)
+            _geometry(args, nd)
         except ValueError as err:
             return f"max pooling arguments: {err}"
         if any(d != 1 for d in per_dim(args["dilation"], nd, "dilation")):
             return "TensorRT pooling has no dilation"
         if extra_outputs_used(node):
             return "the indices output of max pooling is not supported"
-        if _ceil_extra(meta(node.args[0]).shape[-nd:], kernel, stride, padding,
-                       args["ceil_mode"]) is None:
-            return "ceil_mode with dynamic spatial dims is not supported"
         return None
 
     return validate
-
-
-def _avg_mode(args: dict, spatial, nd: int):
-    """(exclude_padding, extra post padding, divisor scale) or a reason string."""
-    kernel, stride, padding = _geometry(args, nd)
-    extra = _ceil_extra(spatial, kernel, stride, padding, args["ceil_mode"])
-    if extra is None:
-        return "ceil_mode with dynamic spatial dims is not supported"
-    has_pad, overflow = any(padding), any(extra)
-    if overflow and args["count_include_pad"] and has_pad:
-        return "ceil_mode windows past the padding with count_include_pad are not supported"
-    exclude = not args["count_include_pad"] or overflow
-    scale = 1.0
-    if args.get("divisor_override"):  # (avg_pool1d has none)
-        if exclude and (has_pad or overflow):
-            return "divisor_override with excluded padding is not supported"
-        area = 1
-        for k in kernel:
-            area *= k
-        scale = area / args.get("divisor_override")
-    return exclude, extra, scale
 
 
 def _avg_validator(nd: int):
@@ -114,8 +103,11 @@ def _avg_validator(nd: int):
         reason = _common_reason(node, nd, "average pooling")
         if reason:
             return reason
-        mode = _avg_mode(node_args(node), meta(node.args[0]).shape[-nd:], nd)
-        return mode if isinstance(mode, str) else None
+        try:
+            _geometry(node_args(node), nd)
+        except ValueError as err:
+            return f"average pooling arguments: {err}"
+        return None
 
     return validate
 
@@ -159,14 +151,22 @@ def _register_avg(target, nd: int):
     @converter(target, validator=_avg_validator(nd), dynamic=True, family="pooling")
     def avg_pool(ctx, input, kernel_size, stride=(), padding=0, ceil_mode=False,
                  count_include_pad=True, divisor_override=None):
-        args = {"kernel_size": kernel_size, "stride": stride, "padding": padding,
-                "ceil_mode": ceil_mode, "count_include_pad": count_include_pad,
-                "divisor_override": divisor_override}
+        args = {"kernel_size": kernel_size, "stride": stride, "padding": padding}
         kernel, stride, padding = _geometry(args, nd)
-        exclude, extra, scale = _avg_mode(args, input.shape[-nd:], nd)
-        post = [p + e for p, e in zip(padding, extra)]
-        out = _pool(ctx, input, POOL.AVERAGE, kernel, stride, padding, post, exclude)
-        if scale != 1.0:
+        extra = _ceil_extra(input.shape[-nd:], kernel, stride, padding, ceil_mode)
+        pre, x, exclude = padding, input, not count_include_pad
+        if divisor_override:  # (avg_pool1d has none) Note [ceil_mode]
+            exclude = False
+        elif count_include_pad and any(extra):
+            if any(padding):  # real zeros, counted; TensorRT's extra padding is not
+                x = pad_slice(ctx, input, [q for p in reversed(padding) for q in (p, p)],
+                              MODE.FILL, fill=0.0)
+                pre = [0] * nd
+            exclude = True
+        post = [p + e for p, e in zip(pre, extra)]
+        out = _pool(ctx, x, POOL.AVERAGE, kernel, stride, pre, post, exclude)
+        if divisor_override:
+            scale = math.prod(kernel) / divisor_override
             out = helpers.elementwise(ctx, EW.PROD, out, scale, helpers.dtype_of(out))
         return out
 
