@@ -14,7 +14,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
-from . import conversion, torchscript  # noqa: F401
+from . import conversion, size_cover, torchscript  # noqa: F401
 from .arguments import (
     as_model,
     check_signature,
@@ -23,7 +23,14 @@ from .arguments import (
     train_mode_warning,
 )
 from .build import build_engine
-from .capture import as_inputs, capture, example_args, symbol_ranges
+from .capture import (
+    DynamicShapeError,
+    as_inputs,
+    capture,
+    example_args,
+    symbol_ranges,
+    traced_ranges,
+)
 from .conversion import converters  # noqa: F401  (registers the built-in converters)
 from .conversion.interpreter import Interpreter
 from .conversion.registry import CONVERTERS, ConverterRegistry
@@ -38,6 +45,7 @@ from .partitioning.hierarchical import wrap_backend_segment
 from .partitioning.stitch import segment_name
 from .partitioning.upcast import upcast_missing_kernels
 from .report import CompileReport, EngineRecord
+from .runtime.by_size import BySize
 from .runtime.module import EngineModule, choose_executor
 from .settings import CompilationSettings
 from .weights import WeightTracer, current_tracer, own_weights, recording, storages_of, traced
@@ -113,8 +121,66 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     training = train_mode_warning(model)
     if training:
         warnings.warn(training, stacklevel=2)
-    with _existing_objects_frozen(), recording(WeightTracer()):
-        return _compile(model, inputs, kwarg_inputs, settings, registry)
+    return _compile_covering(model, inputs, kwarg_inputs, settings, registry)
+
+
+# Note [Sizes the trace does not cover]: export traces a dynamic dim at one size (>= 2, Note
+# [Tracing dynamic dims] in capture.py), and a model line that branches on the size, such
+# as transformers' sdpa ``is_causal = q_length > 1 and ...``, guards the graph to the sizes
+# that take the traced branch: the traced range becomes 2..max where the user declared
+# 1..max. Compiled for the declared range, the module would run size 1 down the branch eager
+# does not take, a silent wrong answer (for 1..2 the traced range is the single size 2 and
+# export fails). So each declared size outside the traced range (at most
+# ``size_cover.MAX_UNCOVERED`` per dim, else a DynamicShapeError) is compiled on its own,
+# traced at that size so it takes its own branch, and the result (``runtime.by_size.BySize``)
+# runs the module whose sizes hold the input's.
+
+def _compile_covering(model, inputs, kwarg_inputs, settings: CompilationSettings,
+                      registry: ConverterRegistry):
+    """``_compile``, split by size where the trace does not cover a declared range."""
+    try:
+        with _existing_objects_frozen(), recording(WeightTracer()):
+            return _compile(model, inputs, kwarg_inputs, settings, registry)
+    except _Uncovered as uncovered:
+        return _compile_by_size(model, inputs, kwarg_inputs, settings, registry,
+                                uncovered.covered)
+    except DynamicShapeError as err:  # the trace covers one size of these dims
+        covered = {(i, d): (size, size) for i, d, size in err.dims}
+        if not covered or isinstance(model, ExportedProgram):
+            raise
+        try:
+            return _compile_by_size(model, inputs, kwarg_inputs, settings, registry, covered)
+        except Exception as branch_err:  # the model really forces the size: say so
+            raise err from branch_err
+
+
+class _Uncovered(Exception):
+    """The traced graph holds for ``covered``, part of the declared ranges."""
+
+    def __init__(self, covered: dict):
+        super().__init__(str(covered))
+        self.covered = covered
+
+
+def _compile_by_size(model, inputs, kwarg_inputs, settings, registry, covered) -> BySize:
+    specs = as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values()))
+    boxes = size_cover.split(specs, covered)
+    if boxes is None:
+        dims = ", ".join(f"input {i} dim {d} ({specs[i].min_shape[d]}..{specs[i].max_shape[d]} "
+                         f"declared, {lo}..{hi} traced)" for (i, d), (lo, hi) in covered.items())
+        raise DynamicShapeError(
+            f"the model branches on the size of {dims}: its graph holds only for the traced "
+            "sizes. Declare those ranges, or compile the other sizes separately.")
+    branches = []
+    for box in boxes:
+        box_inputs, box_kwargs = size_cover.restrict(inputs, kwarg_inputs, box)
+        branches.append((box, _compile_covering(model, box_inputs, box_kwargs, settings,
+                                                registry)))
+    report = branches[0][1].compile_report
+    report.size_branches = [
+        {"sizes": {f"input {i} dim {d}": [lo, hi] for (i, d), (lo, hi) in box.items()},
+         "counts": module.compile_report.counts} for box, module in branches]
+    return BySize(branches, list(range(len(inputs))) + list(kwarg_inputs))
 
 
 @contextmanager
@@ -149,6 +215,9 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             model = torchscript.to_graph_module(model, example_args(inputs), kwarg_inputs)
             report.frontend = torchscript.ROUTE
         ep = capture(model, list(inputs), dict(kwarg_inputs), settings.record_stack_traces)
+        covered = None if isinstance(model, ExportedProgram) else traced_ranges(ep, specs)
+        if covered:
+            raise _Uncovered(covered)
     say(f"captured in {report.phases['capture']:.2f}s")
     current_tracer().add_roots(ep.state_dict)  # refit's inputs (torch_trt_ref.weights)
     with report.phase("lowering"):
