@@ -173,3 +173,24 @@ def test_default_attention_decoder_sequence_min_1_opt_1(name):
     for seq in (1, 2, 19, 32):
         ids = torch.randint(0, 100, (1, seq), generator=torch.Generator().manual_seed(seq))
         check(model, compiled, lambda: [ids])
+
+
+class SelfAttention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attention = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x):
+        return self.attention(x, x, x, need_weights=False)[0]
+
+
+def test_a_guard_export_keeps_out_of_its_ranges_splits_too():
+    """nn.MultiheadAttention (torchvision ViT) guards Ne(batch, 1) under size-oblivious
+    tracing without narrowing export's range_constraints; a 1..2 range was built for batch
+    2 only and rejected batch 1."""
+    torch.manual_seed(0)
+    model = SelfAttention().eval()
+    spec = Input(min_shape=(1, 4, 8), opt_shape=(1, 4, 8), max_shape=(2, 4, 8))
+    compiled = torch_trt_ref.compile(model, [spec], min_block_size=1)
+    for batch in (1, 2):
+        check(model, compiled, lambda: [torch.randn(batch, 4, 8)])

@@ -249,13 +249,21 @@ def traced_ranges(ep: ExportedProgram, specs: Sequence[Input]) -> dict:
             continue
         for d in spec.dynamic_dims:
             size = val.shape[d]
-            if isinstance(size, torch.SymInt) and size.node.expr in ep.range_constraints:
-                vr = ep.range_constraints[size.node.expr]
-                lo = max(int(vr.lower), spec.min_shape[d])
-                hi = spec.max_shape[d] if vr.upper == int_oo else min(int(vr.upper),
-                                                                       spec.max_shape[d])
-            else:  # a symbol export replaced by an expression or a constant: not narrowed here
-                continue
+            if not (isinstance(size, torch.SymInt) and size.node.expr in ep.range_constraints):
+                continue  # a symbol export replaced by an expression or a constant
+            sym, vr = size.node.expr, ep.range_constraints[size.node.expr]
+            lo = max(int(vr.lower), spec.min_shape[d])
+            hi = spec.max_shape[d] if vr.upper == int_oo else min(int(vr.upper),
+                                                                   spec.max_shape[d])
+            # range_constraints miss a guard such as Ne(s0, 1) (torchvision ViT's attention
+            # adds it under size-oblivious tracing; lowering's retrace then specializes a
+            # 1..2 range to 2): the ends must satisfy the shape env's guards on the symbol
+            guards = [g.expr for g in size.node.shape_env.guards
+                      if g.expr.free_symbols == {sym}]
+            while lo < hi and not all(bool(g.subs(sym, lo)) for g in guards):
+                lo += 1
+            while hi > lo and not all(bool(g.subs(sym, hi)) for g in guards):
+                hi -= 1
             if (lo, hi) != (spec.min_shape[d], spec.max_shape[d]):
                 narrowed[(i, d)] = (lo, hi)
     return narrowed
