@@ -138,7 +138,8 @@ class BranchesOnBatch(torch.nn.Module):
 @pytest.mark.parametrize("hi", [8, 2])
 def test_a_branch_on_a_declared_size_takes_eagers_path_at_every_size(hi):
     """The trace at batch 2 covers 2..hi only (guard s0 > 1); batch 1 must not run that
-    graph. With hi=2 the trace covers the single size 2 (export used to fail)."""
+    graph, which disagrees with eager there, so batch 1 is compiled on its own. With hi=2
+    the trace covers the single size 2 (export used to fail)."""
     spec = Input(min_shape=(1, 3), opt_shape=(1, 3), max_shape=(hi, 3))
     compiled = torch_trt_ref.compile(BranchesOnBatch().eval(), [spec], min_block_size=1)
     sizes = compiled.compile_report.size_branches
@@ -163,13 +164,17 @@ DECODERS = {
 
 @pytest.mark.parametrize("name", list(DECODERS))
 def test_default_attention_decoder_sequence_min_1_opt_1(name):
-    """transformers' sdpa attention branches on the query length (is_causal = q_length > 1)."""
+    """transformers' sdpa attention branches on the query length (is_causal = q_length > 1),
+    which gives the same attention for one query (Note [Sizes the trace does not cover])."""
     torch.manual_seed(0)
     model = LogitsOnly(DECODERS[name]()).eval()
     spec = Input(min_shape=(1, 1), opt_shape=(1, 1), max_shape=(1, 32), dtype=torch.int64,
                  high=100)
     compiled = torch_trt_ref.compile(model, [spec], executor="reference")
     assert not compiled.compile_report.fallbacks
+    # traced for 2..32; one module, checked against eager at 1 (not split by size)
+    assert compiled.compile_report.untraced_sizes == [{"input 0 dim 1": [1, 1]}]
+    assert isinstance(compiled, torch.fx.GraphModule)
     for seq in (1, 2, 19, 32):
         ids = torch.randint(0, 100, (1, seq), generator=torch.Generator().manual_seed(seq))
         check(model, compiled, lambda: [ids])

@@ -125,25 +125,29 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
 
 
 # Note [Sizes the trace does not cover]: export traces a dynamic dim at one size (>= 2, Note
-# [Tracing dynamic dims] in capture.py), and a model line that branches on the size, such
-# as transformers' sdpa ``is_causal = q_length > 1 and ...``, guards the graph to the sizes
-# that take the traced branch: the traced range becomes 2..max where the user declared
-# 1..max. Compiled for the declared range, the module would run size 1 down the branch eager
-# does not take, a silent wrong answer (for 1..2 the traced range is the single size 2 and
-# export fails). So each declared size outside the traced range (at most
-# ``size_cover.MAX_UNCOVERED`` per dim, else a DynamicShapeError) is compiled on its own,
-# traced at that size so it takes its own branch, and the result (``runtime.by_size.BySize``)
-# runs the module whose sizes hold the input's.
+# [Tracing dynamic dims] in capture.py), and a model line that branches on the size guards
+# the graph to the sizes that take the traced branch: ``if x.shape[0] > 1`` makes the traced
+# range 2..max where the user declared 1..max. Compiled for the declared range, the module
+# would run size 1 down the branch eager does not take: a silent wrong answer. (For 1..2
+# the traced range is the single size 2 and export fails.) Many such branches do not change
+# the result: transformers' sdpa ``is_causal = q_length > 1 and ...`` is the same attention
+# for one query and one key. So for at most ``size_cover.MAX_UNCOVERED`` untraced sizes per
+# dim (more: a DynamicShapeError), the module compiled for the declared range is checked
+# against eager under the float64 rule at each untraced size on random inputs
+# (``size_cover.disagreement``); when it agrees it is the result (one module, deployable
+# like any other; ``compile_report.untraced_sizes`` lists what was checked). When it does
+# not, or export found a single size, each untraced size is compiled on its own, traced at
+# that size so it takes its own branch, and the result (``runtime.by_size.BySize``) runs the
+# module whose sizes hold the input's. A random-input check cannot see a branch whose
+# effect no random input shows; such a model should declare its ranges to match its branches.
 
 def _compile_covering(model, inputs, kwarg_inputs, settings: CompilationSettings,
                       registry: ConverterRegistry):
     """``_compile``, split by size where the trace does not cover a declared range."""
     try:
-        with _existing_objects_frozen(), recording(WeightTracer()):
-            return _compile(model, inputs, kwarg_inputs, settings, registry)
+        return _compile_traced(model, inputs, kwarg_inputs, settings, registry)
     except _Uncovered as uncovered:
-        return _compile_by_size(model, inputs, kwarg_inputs, settings, registry,
-                                uncovered.covered)
+        covered = uncovered.covered
     except DynamicShapeError as err:  # the trace covers one size of these dims
         covered = {(i, d): (size, size) for i, d, size in err.dims}
         if not covered or isinstance(model, ExportedProgram):
@@ -152,6 +156,27 @@ def _compile_covering(model, inputs, kwarg_inputs, settings: CompilationSettings
             return _compile_by_size(model, inputs, kwarg_inputs, settings, registry, covered)
         except Exception as branch_err:  # the model really forces the size: say so
             raise err from branch_err
+    specs = as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values()))
+    boxes = size_cover.split(specs, covered)
+    if boxes is not None:  # one module for every size, if it is right at the untraced ones
+        whole = _compile_traced(model, inputs, kwarg_inputs, settings, registry, False)
+        why = size_cover.disagreement(model, whole, inputs, kwarg_inputs, boxes[1:])
+        if why is None:
+            whole.compile_report.untraced_sizes = _describe_boxes(boxes[1:])
+            return whole
+        log.info("compiling per size: the graph traced for %s is wrong elsewhere: %s",
+                 covered, why)
+    return _compile_by_size(model, inputs, kwarg_inputs, settings, registry, covered)
+
+
+def _compile_traced(model, inputs, kwarg_inputs, settings, registry, check_cover=True):
+    with _existing_objects_frozen(), recording(WeightTracer()):
+        return _compile(model, inputs, kwarg_inputs, settings, registry, check_cover)
+
+
+def _describe_boxes(boxes) -> list[dict]:
+    return [{f"input {i} dim {d}": [lo, hi] for (i, d), (lo, hi) in box.items()}
+            for box in boxes]
 
 
 class _Uncovered(Exception):
@@ -178,8 +203,8 @@ def _compile_by_size(model, inputs, kwarg_inputs, settings, registry, covered) -
                                                 registry)))
     report = branches[0][1].compile_report
     report.size_branches = [
-        {"sizes": {f"input {i} dim {d}": [lo, hi] for (i, d), (lo, hi) in box.items()},
-         "counts": module.compile_report.counts} for box, module in branches]
+        {"sizes": sizes, "counts": module.compile_report.counts}
+        for sizes, (_, module) in zip(_describe_boxes(boxes), branches)]
     return BySize(branches, list(range(len(inputs))) + list(kwarg_inputs))
 
 
@@ -201,7 +226,7 @@ def _existing_objects_frozen():
 
 
 def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
-             registry: ConverterRegistry) -> GraphModule:
+             registry: ConverterRegistry, check_cover: bool = True) -> GraphModule:
     report = CompileReport(settings=_settings_json(settings))
     kwarg_inputs = kwarg_inputs or {}
     specs = as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values()))
@@ -215,7 +240,8 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             model = torchscript.to_graph_module(model, example_args(inputs), kwarg_inputs)
             report.frontend = torchscript.ROUTE
         ep = capture(model, list(inputs), dict(kwarg_inputs), settings.record_stack_traces)
-        covered = None if isinstance(model, ExportedProgram) else traced_ranges(ep, specs)
+        covered = (traced_ranges(ep, specs)
+                   if check_cover and not isinstance(model, ExportedProgram) else None)
         if covered:
             raise _Uncovered(covered)
     say(f"captured in {report.phases['capture']:.2f}s")

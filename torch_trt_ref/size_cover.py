@@ -41,3 +41,52 @@ def restrict(inputs: Sequence[Any], kwarg_inputs: dict[str, Any],
                                         opt_shape=tuple(opts), max_shape=tuple(highs))
     n = len(inputs)
     return values[:n], dict(zip(kwarg_inputs, values[n:]))
+
+
+def disagreement(model, compiled, inputs: Sequence[Any], kwarg_inputs: dict[str, Any],
+                 boxes: list[Box], seeds: Sequence[int] = (0, 1)) -> str | None:
+    """None when ``compiled`` (built from a trace that does not cover ``boxes``) equals eager
+    under the float64 rule (torch_trt_ref.accuracy) at each box's sizes, other dims at opt,
+    on random inputs of each seed; else why not (an error counts as a disagreement)."""
+    import copy
+
+    import torch
+
+    try:
+        model64 = copy.deepcopy(model).double()
+        with torch.random.fork_rng(devices=[]):  # the caller's random state stays as it was
+            return _disagreement(model, model64, compiled, inputs, kwarg_inputs, boxes, seeds)
+    except Exception as err:  # noqa: BLE001  (any failure means: do not trust the trace)
+        return f"{type(err).__name__}: {err}"
+
+
+def _disagreement(model, model64, compiled, inputs, kwarg_inputs, boxes, seeds) -> str | None:
+    import torch
+
+    from .accuracy import judge, to_float64
+    from .capture import eval_mode
+
+    for box in boxes:
+        for seed in seeds:
+            torch.manual_seed(seed)
+            args, kwargs = _examples(inputs, kwarg_inputs, box)
+            with torch.no_grad(), eval_mode(model), eval_mode(model64):
+                verdict = judge(compiled(*args, **kwargs), model(*args, **kwargs),
+                                model64(*to_float64(args), **to_float64(kwargs)))
+            if not verdict.passed:
+                return f"at {box}: {verdict.message}"
+    return None
+
+
+def _examples(inputs, kwarg_inputs, box: Box) -> tuple[list, dict]:
+    """Example tensors: each Input at its opt shape with ``box``'s dims set to their size."""
+    values = list(inputs) + list(kwarg_inputs.values())
+    for i, value in enumerate(values):
+        if isinstance(value, Input):
+            shape = list(value.opt_shape)
+            for (j, d), (size, _) in box.items():
+                if j == i:
+                    shape[d] = size
+            values[i] = value.example(shape)
+    n = len(inputs)
+    return values[:n], dict(zip(kwarg_inputs, values[n:]))
