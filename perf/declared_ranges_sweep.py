@@ -96,6 +96,7 @@ def run_case(case: str) -> dict:
     row["counts"] = report.counts
     row["fallbacks"] = report.fallbacks
     row["size_branches"] = report.size_branches  # Note [Sizes the trace does not cover]
+    row["untraced_sizes"] = report.untraced_sizes
     lo, opt, hi = rng
     g = torch.Generator().manual_seed(1)
     sizes = [lo, opt, hi] + [int(torch.randint(lo, hi + 1, (), generator=g)) for _ in range(2)]

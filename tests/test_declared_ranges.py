@@ -199,3 +199,24 @@ def test_a_guard_export_keeps_out_of_its_ranges_splits_too():
     compiled = torch_trt_ref.compile(model, [spec], min_block_size=1)
     for batch in (1, 2):
         check(model, compiled, lambda: [torch.randn(batch, 4, 8)])
+
+
+class LinearBranchesOnBatch(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return torch.softmax(y, dim=0) if x.shape[0] > 1 else torch.tanh(y)
+
+
+def test_a_module_compiled_per_size_refits_every_branch():
+    torch.manual_seed(0)
+    spec = Input(min_shape=(1, 3), opt_shape=(1, 3), max_shape=(4, 3))
+    compiled = torch_trt_ref.compile(LinearBranchesOnBatch().eval(), [spec], min_block_size=1)
+    assert len(compiled.compile_report.size_branches) == 2
+    new = LinearBranchesOnBatch().eval()
+    torch_trt_ref.refit(compiled, new)
+    for batch in (1, 3):
+        check(new, compiled, lambda: [torch.randn(batch, 3)])
