@@ -3,6 +3,8 @@ judged against eager float64 at min, opt, max and two random sizes between (Note
 dynamic dims] in capture.py). One subprocess per case; JSON lines on stdout.
 
     python -m perf.declared_ranges_sweep [case ...]     # all cases when none is named
+
+perf/results/declared_ranges_sweep.jsonl is the last full run (2 CPU cores, ~25 min).
 """
 
 from __future__ import annotations
