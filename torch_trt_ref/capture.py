@@ -260,13 +260,22 @@ def traced_ranges(ep: ExportedProgram, specs: Sequence[Input]) -> dict:
             # 1..2 range to 2): the ends must satisfy the shape env's guards on the symbol
             guards = [g.expr for g in size.node.shape_env.guards
                       if g.expr.free_symbols == {sym}]
-            while lo < hi and not all(bool(g.subs(sym, lo)) for g in guards):
+            while lo < hi and not _holds(guards, sym, lo):
                 lo += 1
-            while hi > lo and not all(bool(g.subs(sym, hi)) for g in guards):
+            while hi > lo and not _holds(guards, sym, hi):
                 hi -= 1
             if (lo, hi) != (spec.min_shape[d], spec.max_shape[d]):
                 narrowed[(i, d)] = (lo, hi)
     return narrowed
+
+
+def _holds(guards: list, sym: sympy.Symbol, value: int) -> bool:
+    """Every guard is true at ``sym = value`` (one sympy cannot decide counts as true)."""
+    for guard in guards:
+        result = guard.subs(sym, value)
+        if result in (sympy.false, False):
+            return False
+    return True
 
 
 def flat_module(ep: ExportedProgram) -> torch.fx.GraphModule:
