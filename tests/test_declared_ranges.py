@@ -3,7 +3,7 @@ range 1..8 optimized for batch 1, a sequence range 1..128 optimized for 1, small
 as 1..2, and a dim the model forces static (a clear error naming the dim and the model
 line). Every compiled module is checked at min, opt, max and sizes between against eager
 in float64 (torch_trt_ref.accuracy). A model that branches on a declared size is compiled
-per branch (Note [Sizes the trace does not cover] in compiler.py)."""
+per branch (Note [Sizes the trace does not cover] in size_cover.py)."""
 
 import copy
 

@@ -240,7 +240,7 @@ def symbol_ranges(gm: torch.fx.GraphModule, specs: Sequence[Input]) -> dict:
 def traced_ranges(ep: ExportedProgram, specs: Sequence[Input]) -> dict:
     """(input index, dim) -> (lo, hi) for every declared-dynamic dim whose traced graph holds
     on a narrower range than declared: the model branched on the size (``if x.shape[0] > 1``
-    added the guard ``s0 >= 2``; Note [Sizes the trace does not cover] in compiler.py)."""
+    added the guard ``s0 >= 2``; Note [Sizes the trace does not cover] in size_cover.py)."""
     nodes = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
     narrowed = {}
     for i, (name, spec) in enumerate(zip(ep.graph_signature.user_inputs, specs)):

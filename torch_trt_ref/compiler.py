@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import logging
 import operator
@@ -24,7 +25,6 @@ from .arguments import (
 )
 from .build import build_engine
 from .capture import (
-    DynamicShapeError,
     as_inputs,
     capture,
     example_args,
@@ -45,7 +45,6 @@ from .partitioning.hierarchical import wrap_backend_segment
 from .partitioning.stitch import segment_name
 from .partitioning.upcast import upcast_missing_kernels
 from .report import CompileReport, EngineRecord
-from .runtime.by_size import BySize
 from .runtime.module import EngineModule, choose_executor
 from .settings import CompilationSettings
 from .weights import WeightTracer, current_tracer, own_weights, recording, storages_of, traced
@@ -121,91 +120,15 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     training = train_mode_warning(model)
     if training:
         warnings.warn(training, stacklevel=2)
-    return _compile_covering(model, inputs, kwarg_inputs, settings, registry)
+    # split by size where the trace does not cover a declared range (size_cover)
+    compile_traced = functools.partial(_compile_traced, settings=settings, registry=registry)
+    return size_cover.compile_covering(compile_traced, model, inputs, kwarg_inputs)
 
 
-# Note [Sizes the trace does not cover]: export traces a dynamic dim at one size (>= 2, Note
-# [Tracing dynamic dims] in capture.py), and a model line that branches on the size guards
-# the graph to the sizes that take the traced branch: ``if x.shape[0] > 1`` makes the traced
-# range 2..max where the user declared 1..max. Compiled for the declared range, the module
-# would run size 1 down the branch eager does not take: a silent wrong answer. (For 1..2
-# the traced range is the single size 2 and export fails.) Many such branches do not change
-# the result: transformers' sdpa ``is_causal = q_length > 1 and ...`` is the same attention
-# for one query and one key. So for at most ``size_cover.MAX_UNCOVERED`` untraced sizes per
-# dim (more: a DynamicShapeError), the module compiled for the declared range is checked
-# against eager under the float64 rule at each untraced size on random inputs
-# (``size_cover.disagreement``); when it agrees it is the result (one module, deployable
-# like any other; ``compile_report.untraced_sizes`` lists what was checked). When it does
-# not, or export found a single size, each untraced size is compiled on its own, traced at
-# that size so it takes its own branch, and the result (``runtime.by_size.BySize``) runs the
-# module whose sizes hold the input's. A random-input check cannot see a branch whose
-# effect no random input shows; such a model should declare its ranges to match its branches.
-
-def _compile_covering(model, inputs, kwarg_inputs, settings: CompilationSettings,
-                      registry: ConverterRegistry):
-    """``_compile``, split by size where the trace does not cover a declared range."""
-    try:
-        return _compile_traced(model, inputs, kwarg_inputs, settings, registry)
-    except _Uncovered as uncovered:
-        covered = uncovered.covered
-    except DynamicShapeError as err:  # the trace covers one size of these dims
-        covered = {(i, d): (size, size) for i, d, size in err.dims}
-        if not covered or isinstance(model, ExportedProgram):
-            raise
-        try:
-            return _compile_by_size(model, inputs, kwarg_inputs, settings, registry, covered)
-        except Exception as branch_err:  # the model really forces the size: say so
-            raise err from branch_err
-    specs = as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values()))
-    boxes = size_cover.split(specs, covered)
-    if boxes is not None:  # one module for every size, if it is right at the untraced ones
-        whole = _compile_traced(model, inputs, kwarg_inputs, settings, registry, False)
-        why = size_cover.disagreement(model, whole, inputs, kwarg_inputs, boxes[1:])
-        if why is None:
-            whole.compile_report.untraced_sizes = _describe_boxes(boxes[1:])
-            return whole
-        log.info("compiling per size: the graph traced for %s is wrong elsewhere: %s",
-                 covered, why)
-    return _compile_by_size(model, inputs, kwarg_inputs, settings, registry, covered)
-
-
-def _compile_traced(model, inputs, kwarg_inputs, settings, registry, check_cover=True):
+def _compile_traced(model, inputs, kwarg_inputs, settings: CompilationSettings,
+                    registry: ConverterRegistry, check_cover: bool = True) -> GraphModule:
     with _existing_objects_frozen(), recording(WeightTracer()):
         return _compile(model, inputs, kwarg_inputs, settings, registry, check_cover)
-
-
-def _describe_boxes(boxes) -> list[dict]:
-    return [{f"input {i} dim {d}": [lo, hi] for (i, d), (lo, hi) in box.items()}
-            for box in boxes]
-
-
-class _Uncovered(Exception):
-    """The traced graph holds for ``covered``, part of the declared ranges."""
-
-    def __init__(self, covered: dict):
-        super().__init__(str(covered))
-        self.covered = covered
-
-
-def _compile_by_size(model, inputs, kwarg_inputs, settings, registry, covered) -> BySize:
-    specs = as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values()))
-    boxes = size_cover.split(specs, covered)
-    if boxes is None:
-        dims = ", ".join(f"input {i} dim {d} ({specs[i].min_shape[d]}..{specs[i].max_shape[d]} "
-                         f"declared, {lo}..{hi} traced)" for (i, d), (lo, hi) in covered.items())
-        raise DynamicShapeError(
-            f"the model branches on the size of {dims}: its graph holds only for the traced "
-            "sizes. Declare those ranges, or compile the other sizes separately.")
-    branches = []
-    for box in boxes:
-        box_inputs, box_kwargs = size_cover.restrict(inputs, kwarg_inputs, box)
-        branches.append((box, _compile_covering(model, box_inputs, box_kwargs, settings,
-                                                registry)))
-    report = branches[0][1].compile_report
-    report.size_branches = [
-        {"sizes": sizes, "counts": module.compile_report.counts}
-        for sizes, (_, module) in zip(_describe_boxes(boxes), branches)]
-    return BySize(branches, list(range(len(inputs))) + list(kwarg_inputs))
 
 
 @contextmanager
@@ -243,7 +166,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
         covered = (traced_ranges(ep, specs)
                    if check_cover and not isinstance(model, ExportedProgram) else None)
         if covered:
-            raise _Uncovered(covered)
+            raise size_cover.Uncovered(covered)
     say(f"captured in {report.phases['capture']:.2f}s")
     current_tracer().add_roots(ep.state_dict)  # refit's inputs (torch_trt_ref.weights)
     with report.phase("lowering"):

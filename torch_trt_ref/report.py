@@ -42,7 +42,7 @@ class CompileReport:
     # "node by node", or why the program was retraced whole (see compiler.lower_program)
     lowering: str = ""
     # the sizes each compiled module runs, when the trace did not cover a declared range
-    # (Note [Sizes the trace does not cover] in compiler.py); this report is the first's
+    # (Note [Sizes the trace does not cover] in size_cover.py); this report is the first's
     size_branches: list[dict] = field(default_factory=list)
     # declared sizes outside the traced range at which this module was checked against eager
     untraced_sizes: list[dict] = field(default_factory=list)

@@ -1,6 +1,6 @@
 """``BySize``: a compiled model made of one compiled module per box of input sizes, for a
 model whose graph depends on a size inside a declared range (Note [Sizes the trace does not
-cover] in compiler.py)."""
+cover] in size_cover.py)."""
 
 from __future__ import annotations
 
