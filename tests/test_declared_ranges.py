@@ -2,14 +2,22 @@
 range 1..8 optimized for batch 1, a sequence range 1..128 optimized for 1, small ranges such
 as 1..2, and a dim the model forces static (a clear error naming the dim and the model
 line). Every compiled module is checked at min, opt, max and sizes between against eager
-in float64 (torch_trt_ref.accuracy)."""
+in float64 (torch_trt_ref.accuracy). A model that branches on a declared size is compiled
+per branch (Note [Sizes the trace does not cover] in size_cover.py)."""
 
 import copy
 
 import pytest
 import torch
 import torchvision
-from transformers import BertConfig, BertModel
+from transformers import (
+    BertConfig,
+    BertModel,
+    GPT2Config,
+    GPT2LMHeadModel,
+    LlamaConfig,
+    LlamaForCausalLM,
+)
 
 import torch_trt_ref
 from torch_trt_ref import Input
@@ -116,3 +124,99 @@ def test_a_dim_the_model_forces_static_is_a_clear_error():
     assert "input 'x' dim 0" in message and "min=1, opt=4, max=8" in message
     assert "test_declared_ranges.py" in message and "x * 2 + self.bias" in message
     assert "size 4" in message
+
+
+class BranchesOnBatch(torch.nn.Module):
+    """Takes another path for a batch of one, as models that squeeze or skip a mask do."""
+
+    def forward(self, x):
+        if x.shape[0] > 1:
+            return torch.softmax(x, dim=0) * 2
+        return torch.tanh(x)
+
+
+@pytest.mark.parametrize("hi", [8, 2])
+def test_a_branch_on_a_declared_size_takes_eagers_path_at_every_size(hi):
+    """The trace at batch 2 covers 2..hi only (guard s0 > 1); batch 1 must not run that
+    graph, which disagrees with eager there, so batch 1 is compiled on its own. With hi=2
+    the trace covers the single size 2 (export used to fail)."""
+    spec = Input(min_shape=(1, 3), opt_shape=(1, 3), max_shape=(hi, 3))
+    compiled = torch_trt_ref.compile(BranchesOnBatch().eval(), [spec], min_block_size=1)
+    sizes = compiled.compile_report.size_branches
+    assert [b["sizes"]["input 0 dim 0"] for b in sizes] == [[2, hi], [1, 1]]
+    for batch in sorted({1, 2, hi}):
+        check(BranchesOnBatch(), compiled, lambda: [torch.randn(batch, 3)])
+
+
+class LogitsOnly(FirstOutput):
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids).logits
+
+
+DECODERS = {
+    "gpt2": lambda: GPT2LMHeadModel(GPT2Config(n_embd=32, n_layer=2, n_head=2, vocab_size=100,
+                                               n_positions=64, use_cache=False)),
+    "llama": lambda: LlamaForCausalLM(LlamaConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=100, max_position_embeddings=64, use_cache=False)),
+}
+
+
+@pytest.mark.parametrize("name", list(DECODERS))
+def test_default_attention_decoder_sequence_min_1_opt_1(name):
+    """transformers' sdpa attention branches on the query length (is_causal = q_length > 1),
+    which gives the same attention for one query (Note [Sizes the trace does not cover])."""
+    torch.manual_seed(0)
+    model = LogitsOnly(DECODERS[name]()).eval()
+    spec = Input(min_shape=(1, 1), opt_shape=(1, 1), max_shape=(1, 32), dtype=torch.int64,
+                 high=100)
+    compiled = torch_trt_ref.compile(model, [spec], executor="reference")
+    assert not compiled.compile_report.fallbacks
+    # traced for 2..32; one module, checked against eager at 1 (not split by size)
+    assert compiled.compile_report.untraced_sizes == [{"input 0 dim 1": [1, 1]}]
+    assert isinstance(compiled, torch.fx.GraphModule)
+    for seq in (1, 2, 19, 32):
+        ids = torch.randint(0, 100, (1, seq), generator=torch.Generator().manual_seed(seq))
+        check(model, compiled, lambda: [ids])
+
+
+class SelfAttention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.attention = torch.nn.MultiheadAttention(8, 2, batch_first=True)
+
+    def forward(self, x):
+        return self.attention(x, x, x, need_weights=False)[0]
+
+
+def test_a_guard_export_keeps_out_of_its_ranges_splits_too():
+    """nn.MultiheadAttention (torchvision ViT) guards Ne(batch, 1) under size-oblivious
+    tracing without narrowing export's range_constraints; a 1..2 range was built for batch
+    2 only and rejected batch 1."""
+    torch.manual_seed(0)
+    model = SelfAttention().eval()
+    spec = Input(min_shape=(1, 4, 8), opt_shape=(1, 4, 8), max_shape=(2, 4, 8))
+    compiled = torch_trt_ref.compile(model, [spec], min_block_size=1)
+    for batch in (1, 2):
+        check(model, compiled, lambda: [torch.randn(batch, 4, 8)])
+
+
+class LinearBranchesOnBatch(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, 3)
+
+    def forward(self, x):
+        y = self.linear(x)
+        return torch.softmax(y, dim=0) if x.shape[0] > 1 else torch.tanh(y)
+
+
+def test_a_module_compiled_per_size_refits_every_branch():
+    torch.manual_seed(0)
+    spec = Input(min_shape=(1, 3), opt_shape=(1, 3), max_shape=(4, 3))
+    compiled = torch_trt_ref.compile(LinearBranchesOnBatch().eval(), [spec], min_block_size=1)
+    assert len(compiled.compile_report.size_branches) == 2
+    new = LinearBranchesOnBatch().eval()
+    torch_trt_ref.refit(compiled, new)
+    for batch in (1, 3):
+        check(new, compiled, lambda: [torch.randn(batch, 3)])

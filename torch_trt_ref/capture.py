@@ -15,6 +15,7 @@ import torch
 import torch.fx.experimental._config as fx_config
 from torch.export import Dim, ExportedProgram
 from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.utils._sympy.numbers import int_oo
 
 from .inputs import Input
 
@@ -131,11 +132,19 @@ def capture(model: torch.nn.Module | ExportedProgram, args: Sequence[Any],
             if not forced:
                 raise
             lines = _specializing_lines(model, ex_args, ex_kwargs, dynamic, oblivious)
-            raise DynamicShapeError(_describe_forced(forced, specs, lines)) from err
+            names = params[: len(args)] + list(kwargs)
+            traced = {**dict(zip(params, ex_args)), **ex_kwargs}
+            dims = [(names.index(n), d, int(traced[n].shape[d])) for n, d in forced]
+            raise DynamicShapeError(_describe_forced(forced, specs, lines), dims) from err
 
 
 class DynamicShapeError(ValueError):
-    """A dim declared dynamic that the model itself forces to one size."""
+    """A dim declared dynamic that the model itself forces to one size. ``dims`` holds
+    (input index, dim, size it was traced at) of each such dim."""
+
+    def __init__(self, message: str, dims: Sequence[tuple[int, int, int]] = ()):
+        super().__init__(message)
+        self.dims = list(dims)
 
 
 _SOURCE = re.compile(r"(?:L\['(\w+)'\]\.size\(\)|inputs\['(\w+)'\]\.shape)\[(\d+)\]")
@@ -226,6 +235,47 @@ def symbol_ranges(gm: torch.fx.GraphModule, specs: Sequence[Input]) -> dict:
                 lo, hi = max(old[0], new[0]), min(old[2], new[2])
                 ranges[size.node.expr] = (lo, min(max(new[1], lo), hi), hi)
     return ranges
+
+
+def traced_ranges(ep: ExportedProgram, specs: Sequence[Input]) -> dict:
+    """(input index, dim) -> (lo, hi) for every declared-dynamic dim whose traced graph holds
+    on a narrower range than declared: the model branched on the size (``if x.shape[0] > 1``
+    added the guard ``s0 >= 2``; Note [Sizes the trace does not cover] in size_cover.py)."""
+    nodes = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
+    narrowed = {}
+    for i, (name, spec) in enumerate(zip(ep.graph_signature.user_inputs, specs)):
+        val = nodes[name].meta.get("val")
+        if not isinstance(val, torch.Tensor):
+            continue
+        for d in spec.dynamic_dims:
+            size = val.shape[d]
+            if not (isinstance(size, torch.SymInt) and size.node.expr in ep.range_constraints):
+                continue  # a symbol export replaced by an expression or a constant
+            sym, vr = size.node.expr, ep.range_constraints[size.node.expr]
+            lo = max(int(vr.lower), spec.min_shape[d])
+            hi = spec.max_shape[d] if vr.upper == int_oo else min(int(vr.upper),
+                                                                   spec.max_shape[d])
+            # range_constraints miss a guard such as Ne(s0, 1) (torchvision ViT's attention
+            # adds it under size-oblivious tracing; lowering's retrace then specializes a
+            # 1..2 range to 2): the ends must satisfy the shape env's guards on the symbol
+            guards = [g.expr for g in size.node.shape_env.guards
+                      if g.expr.free_symbols == {sym}]
+            while lo < hi and not _holds(guards, sym, lo):
+                lo += 1
+            while hi > lo and not _holds(guards, sym, hi):
+                hi -= 1
+            if (lo, hi) != (spec.min_shape[d], spec.max_shape[d]):
+                narrowed[(i, d)] = (lo, hi)
+    return narrowed
+
+
+def _holds(guards: list, sym: sympy.Symbol, value: int) -> bool:
+    """Every guard is true at ``sym = value`` (one sympy cannot decide counts as true)."""
+    for guard in guards:
+        result = guard.subs(sym, value)
+        if result in (sympy.false, False):
+            return False
+    return True
 
 
 def flat_module(ep: ExportedProgram) -> torch.fx.GraphModule:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import gc
 import logging
 import operator
@@ -14,7 +15,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
-from . import conversion, torchscript  # noqa: F401
+from . import conversion, size_cover, torchscript  # noqa: F401
 from .arguments import (
     as_model,
     check_signature,
@@ -23,7 +24,13 @@ from .arguments import (
     train_mode_warning,
 )
 from .build import build_engine
-from .capture import as_inputs, capture, example_args, symbol_ranges
+from .capture import (
+    as_inputs,
+    capture,
+    example_args,
+    symbol_ranges,
+    traced_ranges,
+)
 from .conversion import converters  # noqa: F401  (registers the built-in converters)
 from .conversion.interpreter import Interpreter
 from .conversion.registry import CONVERTERS, ConverterRegistry
@@ -113,8 +120,15 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     training = train_mode_warning(model)
     if training:
         warnings.warn(training, stacklevel=2)
+    # split by size where the trace does not cover a declared range (size_cover)
+    compile_traced = functools.partial(_compile_traced, settings=settings, registry=registry)
+    return size_cover.compile_covering(compile_traced, model, inputs, kwarg_inputs)
+
+
+def _compile_traced(model, inputs, kwarg_inputs, settings: CompilationSettings,
+                    registry: ConverterRegistry, check_cover: bool = True) -> GraphModule:
     with _existing_objects_frozen(), recording(WeightTracer()):
-        return _compile(model, inputs, kwarg_inputs, settings, registry)
+        return _compile(model, inputs, kwarg_inputs, settings, registry, check_cover)
 
 
 @contextmanager
@@ -135,7 +149,7 @@ def _existing_objects_frozen():
 
 
 def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
-             registry: ConverterRegistry) -> GraphModule:
+             registry: ConverterRegistry, check_cover: bool = True) -> GraphModule:
     report = CompileReport(settings=_settings_json(settings))
     kwarg_inputs = kwarg_inputs or {}
     specs = as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values()))
@@ -149,6 +163,10 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             model = torchscript.to_graph_module(model, example_args(inputs), kwarg_inputs)
             report.frontend = torchscript.ROUTE
         ep = capture(model, list(inputs), dict(kwarg_inputs), settings.record_stack_traces)
+        covered = (traced_ranges(ep, specs)
+                   if check_cover and not isinstance(model, ExportedProgram) else None)
+        if covered:
+            raise size_cover.Uncovered(covered)
     say(f"captured in {report.phases['capture']:.2f}s")
     current_tracer().add_roots(ep.state_dict)  # refit's inputs (torch_trt_ref.weights)
     with report.phase("lowering"):

@@ -14,6 +14,7 @@ from typing import Mapping
 import torch
 from torch.fx import GraphModule
 
+from .runtime.by_size import BySize
 from .runtime.module import EngineModule
 from .weights import WeightProgram, WeightProgramError, own_weights, storages_of
 
@@ -32,6 +33,10 @@ def refit(compiled: GraphModule,
     must be given with its shape; a missing or unknown entry, a shape or kind of dtype that
     differs, raises ``RefitError`` naming each. Returns ``compiled``, updated in place; its
     outputs then equal those of a fresh compile of the new weights."""
+    if isinstance(compiled, BySize):  # one module per box of sizes: refit each
+        for branch in compiled.branches:
+            refit(branch, new_weights)
+        return compiled
     program = getattr(compiled, "weight_program", None)
     if not isinstance(program, WeightProgram):
         raise TypeError("refit takes a module returned by torch_trt_ref.compile; "

@@ -41,6 +41,11 @@ class CompileReport:
     upcasts: dict[str, list[str]] = field(default_factory=dict)
     # "node by node", or why the program was retraced whole (see compiler.lower_program)
     lowering: str = ""
+    # the sizes each compiled module runs, when the trace did not cover a declared range
+    # (Note [Sizes the trace does not cover] in size_cover.py); this report is the first's
+    size_branches: list[dict] = field(default_factory=list)
+    # declared sizes outside the traced range at which this module was checked against eager
+    untraced_sizes: list[dict] = field(default_factory=list)
     # how a TorchScript model became a graph (empty for nn.Module / ExportedProgram)
     frontend: str = ""
     peak_rss_bytes: int | None = None
@@ -81,7 +86,8 @@ class CompileReport:
                 "phases_cpu": self.phases_cpu, "partition": self.partition,
                 "support": self.support, "engines": [e.__dict__ for e in self.engines],
                 "fallbacks": self.fallbacks, "upcasts": self.upcasts, "lowering": self.lowering,
-                "frontend": self.frontend,
+                "frontend": self.frontend, "size_branches": self.size_branches,
+                "untraced_sizes": self.untraced_sizes,
                 "peak_rss_bytes": self.peak_rss_bytes,
                 "counts": self.counts, "dryrun": self.dryrun, "plan": self.plan}
 
@@ -105,6 +111,11 @@ class CompileReport:
             lines.append(f"frontend: {self.frontend}")
         if self.lowering:
             lines.append(f"lowering: {self.lowering}")
+        for b in self.size_branches:
+            lines.append(f"compiled separately for {b['sizes']}: {b['counts']}")
+        if self.untraced_sizes:
+            lines.append(f"outside the traced sizes, checked against eager at "
+                         f"{self.untraced_sizes}")
         lines.append("time per phase: " + ", ".join(
             f"{p} {s:.2f}s" for p, s in self.phases.items()))
         if self.peak_rss_bytes is not None:

@@ -1,0 +1,38 @@
+"""``BySize``: a compiled model made of one compiled module per box of input sizes, for a
+model whose graph depends on a size inside a declared range (Note [Sizes the trace does not
+cover] in size_cover.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+Box = dict[tuple[int, int], tuple[int, int]]  # (input index, dim) -> (lo, hi) inclusive
+
+
+class BySize(torch.nn.Module):
+    """``forward`` runs the first module whose box holds the inputs' sizes. ``inputs`` names
+    where input ``i`` comes from: a position (int) or a keyword (str). ``compile_report`` and
+    ``partition_result`` are those of the first module, the one for the traced sizes."""
+
+    def __init__(self, branches: list[tuple[Box, torch.nn.Module]], inputs: list[int | str]):
+        super().__init__()
+        self.boxes = [box for box, _ in branches]
+        self.branches = torch.nn.ModuleList(module for _, module in branches)
+        self.inputs = list(inputs)
+        self.compile_report = self.branches[0].compile_report
+        self.partition_result = self.branches[0].partition_result
+
+    def _size(self, args: tuple, kwargs: dict, i: int, d: int) -> int:
+        where = self.inputs[i]
+        value = args[where] if isinstance(where, int) and where < len(args) else kwargs[where]
+        return value.shape[d]
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        for box, module in zip(self.boxes, self.branches):
+            if all(lo <= self._size(args, kwargs, i, d) <= hi for (i, d), (lo, hi) in box.items()):
+                return module(*args, **kwargs)
+        sizes = {f"input {i} dim {d}": self._size(args, kwargs, i, d) for i, d in self.boxes[0]}
+        raise ValueError(f"input sizes {sizes} are outside the ranges the module was compiled "
+                         f"for: {self.boxes}")
