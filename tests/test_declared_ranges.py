@@ -220,3 +220,19 @@ def test_a_module_compiled_per_size_refits_every_branch():
     torch_trt_ref.refit(compiled, new)
     for batch in (1, 3):
         check(new, compiled, lambda: [torch.randn(batch, 3)])
+
+
+def test_a_module_compiled_per_size_saves_and_loads(tmp_path):
+    """torch_trt_ref.save / load and torch.save / torch.load keep every branch and the
+    choice by size; each loaded module equals eager at every size (float64 rule)."""
+    torch.manual_seed(0)
+    model = LinearBranchesOnBatch().eval()
+    spec = Input(min_shape=(1, 3), opt_shape=(1, 3), max_shape=(4, 3))
+    compiled = torch_trt_ref.compile(model, [spec], min_block_size=1)
+    torch_trt_ref.save(compiled, tmp_path / "split.ttrt")
+    torch.save(compiled, tmp_path / "split.pt")
+    for loaded in (torch_trt_ref.load(tmp_path / "split.ttrt"),
+                   torch.load(tmp_path / "split.pt", weights_only=False)):
+        assert len(loaded.compile_report.size_branches) == 2
+        for batch in (1, 2, 4):
+            check(model, loaded, lambda: [torch.randn(batch, 3)])

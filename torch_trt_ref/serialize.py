@@ -23,6 +23,7 @@ from torch.fx.node import map_aggregate, map_arg
 
 from ._trt import BACKEND, trt
 from .engine_cache import PlanFile
+from .runtime.by_size import BySize
 from .runtime.custom_op import EngineHandle, runnable_executor
 from .runtime.module import EngineModule
 
@@ -91,7 +92,7 @@ def save(compiled: GraphModule, path: str | os.PathLike) -> Path:
     SHA-256 of every part. The file appears whole or not at all."""
     engines = {name: m for name, m in compiled.named_modules() if isinstance(m, EngineModule)}
     report = getattr(compiled, "compile_report", None)
-    if not isinstance(compiled, GraphModule) or report is None:
+    if not isinstance(compiled, (GraphModule, BySize)) or report is None:
         raise TypeError(f"torch_trt_ref.save takes a module returned by torch_trt_ref.compile "
                         f"or torch_trt_ref.load, got {type(compiled).__name__}")
     path = Path(path)
@@ -131,11 +132,20 @@ def _manifest(compiled, engines: dict[str, EngineModule], report, members) -> di
                      "outputs": [{"dtype": str(r.dtype).removeprefix("torch."),
                                   "shape": list(r.dims)} for r in m.handle.rules]}
                     for name, m in engines.items()],
-        "torch_segments": [name for name, m in compiled.named_children()
+        "torch_segments": [prefix + name for prefix, program in _programs(compiled)
+                           for name, m in program.named_children()
                            if isinstance(m, GraphModule)],
         "settings": report.settings,
         "members": members,
     }
+
+
+def _programs(compiled) -> list[tuple[str, GraphModule]]:
+    """The stitched programs of ``compiled`` with their module-name prefixes: itself, or
+    each branch of a module compiled per size (``BySize``)."""
+    if isinstance(compiled, BySize):
+        return [(f"branches.{i}.", b) for i, b in enumerate(compiled.branches)]
+    return [("", compiled)]
 
 
 def _version(package: str) -> str:
@@ -220,7 +230,7 @@ def load(path: str | os.PathLike) -> GraphModule:
         for entry in reader.manifest["engines"]:
             handles[entry["name"]] = reader.engine(entry, built_by)
         program = reader.unpickle(PROGRAM, {"engine": handles})
-    if not isinstance(program, GraphModule):
+    if not isinstance(program, (GraphModule, BySize)):
         raise SerializationError(f"{path}: {PROGRAM} holds a {type(program).__name__}, not a "
                                  "compiled module")
     used = {name for name, m in program.named_modules() if isinstance(m, EngineModule)}

@@ -21,8 +21,14 @@ class BySize(torch.nn.Module):
         self.boxes = [box for box, _ in branches]
         self.branches = torch.nn.ModuleList(module for _, module in branches)
         self.inputs = list(inputs)
-        self.compile_report = self.branches[0].compile_report
-        self.partition_result = self.branches[0].partition_result
+
+    @property
+    def compile_report(self):
+        return self.branches[0].compile_report
+
+    @property
+    def partition_result(self):
+        return self.branches[0].partition_result
 
     def _size(self, args: tuple, kwargs: dict, i: int, d: int) -> int:
         where = self.inputs[i]
