@@ -126,9 +126,10 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
 
 
 def _compile_traced(model, inputs, kwarg_inputs, settings: CompilationSettings,
-                    registry: ConverterRegistry, check_cover: bool = True) -> GraphModule:
+                    registry: ConverterRegistry,
+                    captured: ExportedProgram | None = None) -> GraphModule:
     with _existing_objects_frozen(), recording(WeightTracer()):
-        return _compile(model, inputs, kwarg_inputs, settings, registry, check_cover)
+        return _compile(model, inputs, kwarg_inputs, settings, registry, captured)
 
 
 @contextmanager
@@ -149,7 +150,10 @@ def _existing_objects_frozen():
 
 
 def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
-             registry: ConverterRegistry, check_cover: bool = True) -> GraphModule:
+             registry: ConverterRegistry,
+             captured: ExportedProgram | None = None) -> GraphModule:
+    """Capture, lower, partition, convert and build. ``captured``: the program a previous
+    attempt captured (and found not to cover the declared ranges: size_cover), used as is."""
     report = CompileReport(settings=_settings_json(settings))
     kwarg_inputs = kwarg_inputs or {}
     specs = as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values()))
@@ -160,13 +164,16 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
     say = _progress(settings)
     with report.phase("capture"):
         if torchscript.is_torchscript(model):  # a ScriptModule becomes an FX GraphModule
-            model = torchscript.to_graph_module(model, example_args(inputs), kwarg_inputs)
             report.frontend = torchscript.ROUTE
-        ep = capture(model, list(inputs), dict(kwarg_inputs), settings.record_stack_traces)
-        covered = (traced_ranges(ep, specs)
-                   if check_cover and not isinstance(model, ExportedProgram) else None)
-        if covered:
-            raise size_cover.Uncovered(covered)
+            if captured is None:
+                model = torchscript.to_graph_module(model, example_args(inputs), kwarg_inputs)
+        if captured is not None:
+            ep = captured
+        else:
+            ep = capture(model, list(inputs), dict(kwarg_inputs), settings.record_stack_traces)
+            covered = None if isinstance(model, ExportedProgram) else traced_ranges(ep, specs)
+            if covered:
+                raise size_cover.Uncovered(covered, ep)
     say(f"captured in {report.phases['capture']:.2f}s")
     current_tracer().add_roots(ep.state_dict)  # refit's inputs (torch_trt_ref.weights)
     with report.phase("lowering"):

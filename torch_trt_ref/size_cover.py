@@ -38,22 +38,23 @@ MAX_UNCOVERED = 2
 
 class Uncovered(Exception):
     """Raised by a compile whose traced graph holds for ``covered``, part of the declared
-    ranges ((input index, dim) -> (lo, hi))."""
+    ranges ((input index, dim) -> (lo, hi)); ``program`` is what it captured."""
 
-    def __init__(self, covered: Box):
+    def __init__(self, covered: Box, program):
         super().__init__(str(covered))
-        self.covered = covered
+        self.covered, self.program = covered, program
 
 
 def compile_covering(compile_traced: Callable, model, inputs: Sequence[Any],
                      kwarg_inputs: dict[str, Any]):
-    """``compile_traced(model, inputs, kwarg_inputs, check_cover=True)``, which raises
+    """``compile_traced(model, inputs, kwarg_inputs, captured=None)``, which raises
     ``Uncovered`` (or DynamicShapeError with its ``dims``), made to cover every declared size:
-    one module checked against eager at the untraced sizes, else ``BySize``."""
+    one module (built from the program already captured) checked against eager at the
+    untraced sizes, else ``BySize``."""
     try:
         return compile_traced(model, inputs, kwarg_inputs)
     except Uncovered as uncovered:
-        covered = uncovered.covered
+        covered, program = uncovered.covered, uncovered.program
     except DynamicShapeError as err:  # the trace covers one size of these dims
         covered = {(i, d): (size, size) for i, d, size in err.dims}
         if not covered:
@@ -64,7 +65,7 @@ def compile_covering(compile_traced: Callable, model, inputs: Sequence[Any],
             raise err from branch_err
     boxes = split(as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values())), covered)
     if boxes is not None:  # one module for every size, if it is right at the untraced ones
-        whole = compile_traced(model, inputs, kwarg_inputs, check_cover=False)
+        whole = compile_traced(model, inputs, kwarg_inputs, captured=program)
         why = disagreement(model, whole, inputs, kwarg_inputs, boxes[1:])
         if why is None:
             whole.compile_report.untraced_sizes = describe(boxes[1:])
@@ -123,6 +124,11 @@ def restrict(inputs: Sequence[Any], kwarg_inputs: dict[str, Any],
         lows[d], opts[d], highs[d] = lo, min(max(opts[d], lo), hi), hi
         values[i] = dataclasses.replace(spec, shape=None, min_shape=tuple(lows),
                                         opt_shape=tuple(opts), max_shape=tuple(highs))
+    return _unflat(values, inputs, kwarg_inputs)
+
+
+def _unflat(values: list, inputs: Sequence[Any], kwarg_inputs: dict[str, Any]):
+    """``values`` (positional inputs, then keyword inputs in order) split back."""
     n = len(inputs)
     return values[:n], dict(zip(kwarg_inputs, values[n:]))
 
@@ -172,5 +178,4 @@ def _examples(inputs, kwarg_inputs, box: Box) -> tuple[list, dict]:
                 if j == i:
                     shape[d] = size
             values[i] = value.example(shape)
-    n = len(inputs)
-    return values[:n], dict(zip(kwarg_inputs, values[n:]))
+    return _unflat(values, inputs, kwarg_inputs)
