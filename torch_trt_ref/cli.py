@@ -296,13 +296,21 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--compare", action="store_true",
                    help="also run onnxruntime (CPU) and compare the outputs")
     o.set_defaults(func=_onnx_command)
-    try:
-        from zoo.cli import add_subcommands
-    except ImportError:  # the zoo package is optional for library users
-        add_subcommands = None
-    if add_subcommands is not None:
+    for add_subcommands in registered_commands():
         add_subcommands(sub)
     return parser
+
+
+COMMAND_GROUP = "torch_trt_ref.commands"
+
+
+def registered_commands() -> list:
+    """The ``add_subcommands(subparsers)`` functions that packages above the library (the
+    zoo, perf, conformance) register under the entry-point group ``torch_trt_ref.commands``
+    in their ``pyproject.toml``, so the library's CLI never imports them by name."""
+    from importlib.metadata import entry_points
+
+    return [e.load() for e in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name)]
 
 
 def main(argv=None) -> int:
