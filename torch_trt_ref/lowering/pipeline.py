@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from torch.fx import GraphModule
 
+from .. import work
 from ..settings import CompilationSettings
 from .meta import propagate_meta
 from .passes import fold_constants, remove_asserts, remove_noops, split_tied_embeddings
@@ -21,8 +22,10 @@ PASSES = [
 
 
 def lower(gm: GraphModule, settings: CompilationSettings, passes=None) -> GraphModule:
+    work.add("nodes.decomposed", len(gm.graph.nodes))
     for lowering_pass in passes or PASSES:
         gm = lowering_pass(gm, settings)
+        work.add(f"nodes.{lowering_pass.__name__}", len(gm.graph.nodes))
         try:
             gm.graph.lint()
         except Exception as err:

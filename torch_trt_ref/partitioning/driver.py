@@ -10,6 +10,7 @@ from contextlib import contextmanager
 
 from torch.fx import GraphModule, Node
 
+from .. import work
 from ..conversion.registry import CONVERTERS, ConverterRegistry
 from ..settings import CompilationSettings, op_name
 from .atomic import find_atomic_groups
@@ -103,6 +104,7 @@ def _gc_paused():
 def _partition(gm: GraphModule, settings: CompilationSettings, registry: ConverterRegistry,
                spec) -> PartitionResult:
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
+    work.add("partition.capability_checks", len(calls))
     rejected: dict[Node, str] = {}
     by_target: dict = {}  # one scan: capability and the index the pattern matcher uses
     for node in calls:
@@ -116,6 +118,9 @@ def _partition(gm: GraphModule, settings: CompilationSettings, registry: Convert
     while True:
         units = unit_graph(gm, settings, rejected, spec.multi_backend, atomic, calls)
         segments = spec.run(units, settings)
+        work.add("partition.rounds")
+        work.add("partition.units", len(units.nodes))
+        work.add("partition.strategy_segments", len(segments))
         reasons = dict(units.reasons)  # after the strategy, which may add its own
         if not settings.require_full_compilation:
             segments = apply_min_block_size(segments, settings.min_block_size, reasons)

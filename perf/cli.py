@@ -1,0 +1,166 @@
+"""``torch-trt-ref perf run|calibrate|gate|history``: measure a suite (and record it in
+perf/history), calibrate the noise model, gate the working tree against history with A/B
+confirmation of suspects, and the history commands (perf/dashboard.py)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import gate as rules
+from . import history, noise, suites
+from .confirm import base_checkout, confirm_group
+from .runner import MAX_WAIT, as_records, grouped, header, run_suite, say, wait_for_quiet
+from .worker import Pool
+
+try:  # the history subcommand lives in perf/dashboard.py (h-history)
+    from .dashboard import add_history_subcommand
+except ImportError:  # pragma: no cover
+    add_history_subcommand = None
+
+
+def _record(args, series, load_start, loaded) -> Path:
+    head = header(args.suite, load_start, list(os.getloadavg()), loaded)
+    path = history.write_run(head, as_records(series), args.history)
+    say(f"recorded {path}" + (" (marked loaded)" if loaded else ""))
+    return path
+
+
+def run_command(args, pool_factory=Pool) -> int:
+    suite = suites.suite(args.suite)
+    load_start, loaded = wait_for_quiet(args.max_wait)
+    with pool_factory(None, args.log) as pool:
+        series = run_suite(suite, pool, args.processes)
+    for s in series.values():
+        print(f"{s.name:60s} {s.statistic():12.6g} {s.unit:4s} ({len(s.samples)} samples)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(as_records(series), indent=1) + "\n")
+    if args.record:
+        _record(args, series, load_start, loaded)
+    return 0
+
+
+def calibrate_command(args, pool_factory=Pool) -> int:
+    suite = suites.suite(args.suite)
+    paths = []
+    with pool_factory(None, args.log) as pool:
+        for i in range(args.runs):
+            say(f"calibration run {i + 1}/{args.runs}")
+            load_start, loaded = wait_for_quiet(args.max_wait)
+            paths.append(_record(args, run_suite(suite, pool, args.processes), load_start,
+                                 loaded))
+    calibration = noise.calibrate([history.read_run(p) for p in paths])
+    out = noise.write_calibration(calibration, args.noise)
+    unstable = sorted(n for n, e in calibration["series"].items()
+                      if e["spread"] > noise.UNSTABLE)
+    print(f"wrote {out}: {len(calibration['series'])} series, {len(unstable)} unstable "
+          f"(spread > {noise.UNSTABLE}): {', '.join(unstable) or 'none'}")
+    return 0
+
+
+def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> int:
+    suite = suites.suite(args.suite)
+    runs = history.load_runs(args.history, suite=suite.name)
+    if not runs:
+        raise ValueError(f"no history of suite {suite.name!r} in {args.history}; record runs "
+                         f"first (torch-trt-ref perf run --suite {suite.name} --record)")
+    calibration = noise.load_calibration(args.noise)
+    annotations = history.load_annotations(args.history)
+    started = time.monotonic()
+    load_start, _ = wait_for_quiet(args.max_wait)
+    confirmed: list[rules.Confirmation] = []
+    with pool_factory(None, args.log) as pool:
+        current = run_suite(suite, pool, args.processes)
+        rows = rules.screen(current, runs, calibration, annotations)
+        drift = rules.machine_drift(rows)
+        if drift:
+            out(f"machine drift: the canary and most time series moved x{drift:.2f}; time "
+                "series are screened relative to the canary")
+            rows = rules.screen(current, runs, calibration, annotations, drift)
+        exact = [r for r in rows if r.verdict == "REGRESSED"]
+        for row in exact:
+            out(rules.exact_line(row))
+        chosen = rules.suspects(rows, args.max_suspects)
+        for row in chosen:
+            out(f"suspect {row.name}: x{row.ratio:.3f} vs history median, {row.z:.1f} "
+                f"spreads ({row.spread.source} spread {row.spread.value:.3f})")
+        unstable = [r.name for r in rows if r.verdict == "unstable"]
+        if unstable:
+            out(f"unstable (spread > {noise.UNSTABLE}, shown, not gated): {', '.join(unstable)}")
+        if chosen:
+            base = args.base or runs[-1].commit
+            out(f"confirming {len(chosen)} suspects A/B against {base[:10]} "
+                f"({args.ab_each} processes each, ABBA)")
+            try:
+                with checkout(base) as tree, pool_factory(tree, args.log) as base_pool:
+                    for group, names in grouped([r.name for r in chosen]).items():
+                        for c in confirm_group(group, names, pool, base_pool, args.ab_each):
+                            out(c.line())
+                            if c.regressed:
+                                confirmed.append(c)
+            except ValueError as err:
+                out(f"WARNING: {len(chosen)} suspects left unconfirmed: {err}")
+    canary = next((r.ratio for r in rows if r.name == rules.CANARY_SERIES), None)
+    out(rules.summary(rows, len(chosen) + len(exact), len(confirmed) + len(exact), canary,
+                      (load_start[0], os.getloadavg()[0])))
+    out(f"gate time {time.monotonic() - started:.0f} s")
+    return 1 if exact or confirmed else 0
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--suite", choices=sorted(suites.SUITES), default="quick",
+                   help="what to measure (default quick: the CI suite)")
+    p.add_argument("--processes", type=int, default=None,
+                   help="fresh processes per group (default: the suite's)")
+    p.add_argument("--history", type=Path, default=history.HISTORY_DIR,
+                   help="run history directory (default perf/history)")
+    p.add_argument("--noise", type=Path, default=noise.NOISE_FILE,
+                   help="calibration file (default perf/noise.json)")
+    p.add_argument("--max-wait", type=float, default=MAX_WAIT,
+                   help=f"seconds to wait for a quiet machine (default {MAX_WAIT:.0f})")
+    p.add_argument("--log", type=Path, default=None,
+                   help="append the measuring processes' stderr to this file")
+
+
+def add_subcommands(subparsers) -> None:
+    perf = subparsers.add_parser("perf", help="performance runs, history and the regression "
+                                              "gate (docs/regressions.md)")
+    sub = perf.add_subparsers(dest="perf_command", required=True, metavar="PERF_COMMAND")
+    r = sub.add_parser("run", help="measure a suite in fresh processes")
+    _common(r)
+    r.add_argument("--record", action="store_true", help="write the run to the history")
+    r.add_argument("--json", default=None, help="also write the series here")
+    r.set_defaults(func=run_command)
+    c = sub.add_parser("calibrate", help="record --runs quiet reruns at this commit and "
+                                         "write each series' spread to perf/noise.json")
+    _common(c)
+    c.add_argument("--runs", type=int, default=noise.MIN_CALIBRATION_RUNS)
+    c.set_defaults(func=calibrate_command)
+    g = sub.add_parser("gate", help="screen the working tree against history; confirm "
+                                    "suspects A/B against --base; exit 1 on a regression")
+    _common(g)
+    g.add_argument("--base", default=None, help="commit to confirm suspects against "
+                                                "(default: that of the newest history run)")
+    g.add_argument("--max-suspects", type=int, default=rules.MAX_SUSPECTS)
+    g.add_argument("--ab-each", type=int, default=rules.AB_EACH,
+                   help=f"processes per side in a confirmation (default {rules.AB_EACH})")
+    g.set_defaults(func=gate_command)
+    if add_history_subcommand is not None:
+        add_history_subcommand(sub)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from torch_trt_ref.cli import run_reporting_errors
+
+    parser = argparse.ArgumentParser(prog="torch-trt-ref")
+    add_subcommands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    return run_reporting_errors(args.func, args, False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

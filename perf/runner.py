@@ -1,0 +1,112 @@
+"""One run of a suite: wait for the machine to quieten (bounded), measure every group in
+fresh processes (round-robin, so slow drift spreads evenly), and the run's header (commit,
+machine, load at start and end, versions) for perf/history."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+from . import history
+from .suites import Suite, group_of
+from .worker import ROOT, Pool
+
+MAX_WAIT = 120.0  # seconds a run started under heavy load waits before it goes ahead
+LOAD_LIMIT_PER_CORE = 2.0  # 1-minute load average per core above which a run is loaded
+
+
+def say(message: str) -> None:
+    print(f"[perf] {message}", file=sys.stderr, flush=True)
+
+
+def load_limit() -> float:
+    return LOAD_LIMIT_PER_CORE * (os.cpu_count() or 1)
+
+
+def wait_for_quiet(max_wait: float = MAX_WAIT, poll: float = 10.0) -> tuple[list, bool]:
+    """(load average at the start, loaded): waits up to ``max_wait`` seconds for the
+    1-minute load to fall under ``load_limit()``; still over it, the run is loaded."""
+    deadline = time.monotonic() + max_wait
+    while os.getloadavg()[0] > load_limit() and time.monotonic() < deadline:
+        say(f"load {os.getloadavg()[0]:.1f} > {load_limit():.1f}: waiting (at most "
+            f"{deadline - time.monotonic():.0f} s more)")
+        time.sleep(poll)
+    load = list(os.getloadavg())
+    return load, load[0] > load_limit()
+
+
+def run_suite(suite: Suite, pool: Pool, processes: int | None = None,
+              groups: list[str] | None = None,
+              inject: dict | None = None) -> dict[str, history.Series]:
+    """Every group of ``suite`` (or ``groups``) measured in ``processes`` fresh processes."""
+    groups = groups or suite.groups(pool.families() if suite.families else [])
+    processes = processes or suite.processes
+    series: dict[str, history.Series] = {}
+    start = time.monotonic()
+    for rep in range(processes):
+        for i, group in enumerate(groups, 1):
+            if i % 10 == 1 or i == len(groups):
+                say(f"process round {rep + 1}/{processes}: {group} ({i}/{len(groups)}, "
+                    f"{time.monotonic() - start:.0f} s)")
+            for name, v in pool.measure(group, inject).items():
+                s = series.setdefault(name, history.Series(name, v["unit"], v["type"]))
+                s.samples.append(v["value"])
+    return series
+
+
+def grouped(names: list[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for name in names:
+        out.setdefault(group_of(name), []).append(name)
+    return out
+
+
+def _git(*args: str, cwd: Path = ROOT) -> str:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
+                          check=True).stdout.strip()
+
+
+def _version(*names: str) -> str | None:
+    for name in names:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def header(suite: str, load_start: list, load_end: list, loaded: bool) -> dict:
+    try:
+        parent = _git("rev-parse", "HEAD^")
+    except subprocess.CalledProcessError:
+        parent = None
+    mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {"commit": _git("rev-parse", "HEAD"), "parent": parent, "suite": suite,
+            "time": history.utc_now(),
+            "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(),
+                        "mem_gib": round(mem, 1), "node": platform.node()},
+            "load": {"start": load_start, "end": load_end}, "loaded": loaded,
+            "versions": {"python": platform.python_version(), "torch": _version("torch"),
+                         "tensorrt": _version("tensorrt", "tensorrt-rtx", "tensorrt_rtx"),
+                         "transformers": _version("transformers")},
+            "dirty": bool(_git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def as_records(series: dict[str, history.Series]) -> list[dict]:
+    return [{"name": s.name, "unit": s.unit, "type": s.type, "samples": s.samples}
+            for s in series.values()]

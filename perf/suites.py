@@ -1,0 +1,53 @@
+"""What the regression gate measures: the ``quick`` suite (CI) and the ``full`` suite, as
+groups. A group is what one fresh process measures (one zoo model compiled once, one
+converter family's micro-benchmark, the canary loop) and yields several series."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+CANARY = "canary"
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    models: tuple[str, ...]  # zoo models, each compiled once per fresh process
+    processes: int  # fresh processes per group in one run (samples per series)
+    families: bool = True  # the converter-family micro-benchmarks (all families)
+
+    def groups(self, families: list[str]) -> list[str]:
+        """The groups of this suite, given the converter families the worker found."""
+        return ([f"compile:{m}" for m in self.models]
+                + ([f"family:{f}" for f in families] if self.families else []) + [CANARY])
+
+
+SUITES = {
+    # ~1 min of CPU on 2 cores: four small models (partition-heavy, several segments, a
+    # transformer, a CNN), 23 converter families, the canary; 3 fresh processes each
+    "quick": Suite("quick", ("lgamma_graph", "unconvertible", "bert_2layer", "resnet18"), 3),
+    "full": Suite("full", ("lgamma_graph", "unconvertible", "bert_2layer", "resnet18",
+                           "mobilenet_v2", "gpt2_2layer", "llama_2layer", "qwen2_2layer",
+                           "t5_2layer"), 5),
+}
+
+
+def suite(name: str) -> Suite:
+    try:
+        return SUITES[name]
+    except KeyError:
+        raise ValueError(f"unknown suite {name!r}; accepted: {', '.join(SUITES)}") from None
+
+
+def group_of(series: str) -> str:
+    """The group whose process measures ``series``: ``compile/bert_2layer/cpu/total`` ->
+    ``compile:bert_2layer``, ``family/unary/cpu`` -> ``family:unary``, ``canary/cpu`` ->
+    ``canary``."""
+    parts = series.split("/")
+    return CANARY if parts[0] == CANARY else f"{parts[0]}:{parts[1]}"
+
+
+def server_kind(group: str) -> str:
+    """Which prepared worker measures ``group``: "families" (graphs built once) or
+    "compile" (nothing compiled before the fork, so each compile starts cold)."""
+    return "families" if group.startswith("family:") else "compile"

@@ -1,0 +1,164 @@
+"""A measuring server: imports the library once (and builds what its groups need), then
+forks one fresh child per measurement, so each sample is a cold compile in a new process
+without paying ~4 s of imports. ``Pool`` runs these servers for one source tree: the
+library of ``tree`` with the measurement code (perf, zoo, conformance) of this checkout.
+
+Protocol: one JSON request per line on stdin (``{"group", "inject"}`` or ``{"op":
+"groups"}``), one JSON reply per line on the original stdout; the server's own stdout goes
+to stderr so nothing the library prints can corrupt a reply."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+
+from .suites import server_kind
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _child(group: str, prepared: dict, spec: dict | None, fd: int) -> None:
+    from .measure import measure
+
+    try:
+        reply = {"group": group, "series": measure(group, prepared, spec)}
+    except Exception as err:  # noqa: BLE001  (reported to the client)
+        reply = {"group": group, "error": f"{type(err).__name__}: {err}",
+                 "traceback": traceback.format_exc()}
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(reply))
+
+
+def fork_measure(group: str, prepared: dict, spec: dict | None) -> dict:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: measure, reply through the pipe, exit without cleanup
+        os.close(read)
+        code = 0
+        try:
+            _child(group, prepared, spec, write)
+        except BaseException:  # noqa: BLE001
+            code = 1
+        os._exit(code)
+    os.close(write)
+    with os.fdopen(read) as f:
+        text = f.read()
+    _, status = os.waitpid(pid, 0)
+    if not text:
+        return {"group": group, "error": f"measuring process died (wait status {status})"}
+    return json.loads(text)
+
+
+def serve(kind: str) -> None:
+    import warnings
+
+    warnings.simplefilter("ignore")
+    replies = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # anything printed goes to stderr
+    import torch
+
+    torch.set_num_threads(1)
+    import torch_trt_ref  # noqa: F401  (imported once, before every fork)
+
+    prepared: dict = {}
+    if kind == "families":
+        from .measure import load_family_graphs
+
+        prepared["families"] = load_family_graphs()
+    else:  # build each model once: its imports (transformers, torchvision) happen here
+        from zoo.registry import get
+
+        from .suites import SUITES
+
+        for name in sorted({m for s in SUITES.values() for m in s.models}):
+            get(name).factory()
+    gc.collect()
+    gc.freeze()  # forked children share these objects; their collections skip them
+    groups = sorted(prepared.get("families", {}))
+    for line in sys.stdin:
+        request = json.loads(line)
+        if request.get("op") == "groups":
+            reply = {"families": groups, "library": torch_trt_ref.__file__}
+        else:
+            reply = fork_measure(request["group"], prepared, request.get("inject"))
+        replies.write(json.dumps(reply) + "\n")
+        replies.flush()
+
+
+class MeasureError(RuntimeError):
+    pass
+
+
+class Pool:
+    """Measuring servers for the library of ``tree`` (default: this checkout), started on
+    first use, one per server kind."""
+
+    def __init__(self, tree: Path | None = None, log: Path | None = None):
+        self.tree = Path(tree or ROOT).resolve()
+        self.log = log
+        self._servers: dict[str, subprocess.Popen] = {}
+        self._shim: tempfile.TemporaryDirectory | None = None
+
+    def _pythonpath(self) -> str:
+        if self.tree == ROOT:
+            return str(ROOT)
+        # the other tree's library, this checkout's measurement code (perf, zoo, ...)
+        self._shim = self._shim or tempfile.TemporaryDirectory(prefix="perf-shim-")
+        link = Path(self._shim.name) / "torch_trt_ref"
+        if not link.exists():
+            link.symlink_to(self.tree / "torch_trt_ref")
+        return f"{self._shim.name}{os.pathsep}{ROOT}"
+
+    def _server(self, kind: str) -> subprocess.Popen:
+        if kind not in self._servers:
+            env = {**os.environ, "PYTHONPATH": self._pythonpath()}
+            err = open(self.log, "a") if self.log else subprocess.DEVNULL
+            self._servers[kind] = subprocess.Popen(
+                [sys.executable, "-m", "perf.worker", kind], cwd=ROOT, env=env, text=True,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+        return self._servers[kind]
+
+    def _ask(self, kind: str, request: dict) -> dict:
+        server = self._server(kind)
+        server.stdin.write(json.dumps(request) + "\n")
+        server.stdin.flush()
+        line = server.stdout.readline()
+        if not line:
+            raise MeasureError(f"the {kind} measuring server of {self.tree} exited (code "
+                               f"{server.wait()}); rerun with --log FILE to see why")
+        return json.loads(line)
+
+    def families(self) -> list[str]:
+        return self._ask("families", {"op": "groups"})["families"]
+
+    def measure(self, group: str, inject: dict | None = None) -> dict[str, dict]:
+        reply = self._ask(server_kind(group), {"group": group, "inject": inject})
+        if "error" in reply:
+            raise MeasureError(f"{group} on {self.tree}: {reply['error']}\n"
+                               f"{reply.get('traceback', '')}")
+        return reply["series"]
+
+    def close(self) -> None:
+        for server in self._servers.values():
+            server.stdin.close()
+            server.wait()
+        self._servers.clear()
+        if self._shim:
+            self._shim.cleanup()
+            self._shim = None
+
+    def __enter__(self) -> "Pool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+if __name__ == "__main__":
+    serve(sys.argv[1])
