@@ -14,7 +14,16 @@ from pathlib import Path
 from . import gate as rules
 from . import history, noise, suites
 from .confirm import base_checkout, confirm_group
-from .runner import MAX_WAIT, as_records, grouped, header, run_suite, say, wait_for_quiet
+from .runner import (
+    LOAD_LIMIT_PER_CORE,
+    MAX_WAIT,
+    as_records,
+    grouped,
+    header,
+    run_suite,
+    say,
+    wait_for_quiet,
+)
 from .worker import Pool
 
 try:  # the history subcommand lives in perf/dashboard.py (h-history)
@@ -32,7 +41,7 @@ def _record(args, series, load_start, loaded) -> Path:
 
 def run_command(args, pool_factory=Pool) -> int:
     suite = suites.suite(args.suite)
-    load_start, loaded = wait_for_quiet(args.max_wait)
+    load_start, loaded = wait_for_quiet(args.max_wait, args.load_limit)
     with pool_factory(None, args.log) as pool:
         series = run_suite(suite, pool, args.processes)
     for s in series.values():
@@ -50,7 +59,7 @@ def calibrate_command(args, pool_factory=Pool) -> int:
     with pool_factory(None, args.log) as pool:
         for i in range(args.runs):
             say(f"calibration run {i + 1}/{args.runs}")
-            load_start, loaded = wait_for_quiet(args.max_wait)
+            load_start, loaded = wait_for_quiet(args.max_wait, args.load_limit)
             paths.append(_record(args, run_suite(suite, pool, args.processes), load_start,
                                  loaded))
     calibration = noise.calibrate([history.read_run(p) for p in paths])
@@ -71,7 +80,7 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> 
     calibration = noise.load_calibration(args.noise)
     annotations = history.load_annotations(args.history)
     started = time.monotonic()
-    load_start, _ = wait_for_quiet(args.max_wait)
+    load_start, _ = wait_for_quiet(args.max_wait, args.load_limit)
     confirmed: list[rules.Confirmation] = []
     with pool_factory(None, args.log) as pool:
         current = run_suite(suite, pool, args.processes)
@@ -122,6 +131,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="calibration file (default perf/noise.json)")
     p.add_argument("--max-wait", type=float, default=MAX_WAIT,
                    help=f"seconds to wait for a quiet machine (default {MAX_WAIT:.0f})")
+    p.add_argument("--load-limit", type=float, default=None,
+                   help="1-minute load average above which a run waits, then is marked "
+                        f"loaded (default {LOAD_LIMIT_PER_CORE:g} x cores)")
     p.add_argument("--log", type=Path, default=None,
                    help="append the measuring processes' stderr to this file")
 

@@ -28,16 +28,19 @@ def load_limit() -> float:
     return LOAD_LIMIT_PER_CORE * (os.cpu_count() or 1)
 
 
-def wait_for_quiet(max_wait: float = MAX_WAIT, poll: float = 10.0) -> tuple[list, bool]:
+def wait_for_quiet(max_wait: float = MAX_WAIT, limit: float | None = None,
+                   poll: float = 10.0) -> tuple[list, bool]:
     """(load average at the start, loaded): waits up to ``max_wait`` seconds for the
-    1-minute load to fall under ``load_limit()``; still over it, the run is loaded."""
+    1-minute load to fall under ``limit`` (default ``load_limit()``); still over it, the
+    run is loaded."""
+    limit = limit or load_limit()
     deadline = time.monotonic() + max_wait
-    while os.getloadavg()[0] > load_limit() and time.monotonic() < deadline:
-        say(f"load {os.getloadavg()[0]:.1f} > {load_limit():.1f}: waiting (at most "
+    while os.getloadavg()[0] > limit and time.monotonic() < deadline:
+        say(f"load {os.getloadavg()[0]:.1f} > {limit:.1f}: waiting (at most "
             f"{deadline - time.monotonic():.0f} s more)")
         time.sleep(poll)
     load = list(os.getloadavg())
-    return load, load[0] > load_limit()
+    return load, load[0] > limit
 
 
 def run_suite(suite: Suite, pool: Pool, processes: int | None = None,
