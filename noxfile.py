@@ -1,4 +1,4 @@
-"""nox sessions: tests, conformance, executor, zoo, perf, lint, docs. Virtualenvs are
+"""nox sessions: tests, conformance, executor, zoo, perf, perf_bench, lint, docs. Virtualenvs are
 reused, so a second run does not reinstall torch (~5 GB)."""
 
 from __future__ import annotations
@@ -59,6 +59,15 @@ def zoo(session: nox.Session) -> None:
 
 @nox.session
 def perf(session: nox.Session) -> None:
+    """The regression gate (docs/regressions.md): `nox -s perf` screens the quick suite
+    against perf/history and confirms suspects A/B; `nox -s perf -- run --suite full
+    --record` records a run; `-- calibrate`, `-- history ...` likewise."""
+    _install(session)
+    session.run("torch-trt-ref", "perf", *(session.posargs or ["gate", "--suite", "quick"]))
+
+
+@nox.session
+def perf_bench(session: nox.Session) -> None:
     """pytest-benchmark suites, compared against perf/baselines."""
     _install(session)
     session.run("python", "-m", "perf.run", *session.posargs)

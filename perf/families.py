@@ -7,7 +7,8 @@ import torch
 
 from conformance.runner import OneOp, all_cases
 from torch_trt_ref.capture import export_program
-from torch_trt_ref.compiler import CONVERTERS, lower_program
+from torch_trt_ref.compiler import lower_program
+from torch_trt_ref.conversion.registry import CONVERTERS
 from torch_trt_ref.conversion.shapes import spec_from_fake
 from torch_trt_ref.settings import CompilationSettings
 

@@ -3,8 +3,8 @@ the measuring process only when a measurement request carries an ``inject`` spec
 code paths never see them otherwise. Specs:
 
 - ``{"family": NAME, "slower": 0.2}``: every converter of family NAME spins so one pass over
-  the family's graphs costs 20% more CPU (the spin per converter call is fixed from a
-  warm-up pass: 0.2 x pass time / converter calls per pass);
+  the family's graphs costs 20% more CPU than without the injection (the spin per converter
+  call is fixed from rounds measured before and after wrapping the converters);
 - ``{"compile_slower": 0.3}``: ``compile()`` spins 30% of its own CPU time after returning;
 - ``{"unsupported": "aten.relu.default"}``: the op's converters reject every node."""
 
@@ -66,14 +66,16 @@ def unsupported(spec: dict | None):
 
 
 @contextlib.contextmanager
-def family_hook(name: str, spec: dict | None, one_pass):
-    """Slow family ``name`` down by ``spec["slower"]`` of a pass (see the module doc)."""
+def family_hook(name: str, spec: dict | None, per_pass):
+    """Slow family ``name`` down by ``spec["slower"]``: ``per_pass()`` returns the CPU
+    seconds of one pass (as a measured round does); the spin per converter call makes a
+    pass with the wrappers installed cost (1 + slower) x a pass without them."""
     if not spec or spec.get("family") != name:
         yield
         return
-    calls = [0]
+    calls, per_call = [0], [0.0]
 
-    def counted(fn, per_call):
+    def counted(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             calls[0] += 1
@@ -81,15 +83,16 @@ def family_hook(name: str, spec: dict | None, one_pass):
             return fn(*args, **kwargs)
         return wrapper
 
-    per_call = [0.0]
+    plain = min(per_pass() for _ in range(2))
     with _replaced(lambda s: s.family == name,
-                   lambda s: dataclasses.replace(s, implementation=counted(s.implementation,
-                                                                           per_call))):
-        passes = []
-        for _ in range(3):
-            calls[0] = 0
-            start = time.process_time()
-            one_pass()
-            passes.append(time.process_time() - start)
-        per_call[0] = spec["slower"] * min(passes) / max(calls[0], 1)
+                   lambda s: dataclasses.replace(s, implementation=counted(s.implementation))):
+        calls[0] = 0
+        wrapped = min(per_pass() for _ in range(2))
+        calls_per_pass = max(calls[0], 1) / _passes(per_pass)
+        per_call[0] = max(0.0, (1 + spec["slower"]) * plain - wrapped) / calls_per_pass
         yield
+
+
+def _passes(per_pass) -> int:
+    """How many passes two calls of ``per_pass`` made (its ``loops`` attribute x 2)."""
+    return 2 * getattr(per_pass, "loops", 1)

@@ -117,13 +117,17 @@ def family(name: str, graphs: list, spec: dict | None = None) -> dict[str, dict]
     start = time.process_time()
     layers = one_pass()
     loops = max(1, math.ceil(ROUND_SECONDS / max(time.process_time() - start, 1e-6)))
-    with inject.family_hook(name, spec, one_pass):
-        rounds = []
-        for _ in range(ROUNDS):
-            start = time.process_time()
-            for _ in range(loops):
-                one_pass()
-            rounds.append((time.process_time() - start) / loops)
+
+    def per_pass() -> float:
+        """CPU seconds of one pass, from a round of ``loops`` passes."""
+        start = time.process_time()
+        for _ in range(loops):
+            one_pass()
+        return (time.process_time() - start) / loops
+
+    per_pass.loops = loops
+    with inject.family_hook(name, spec, per_pass):
+        rounds = [per_pass() for _ in range(ROUNDS)]
     return {f"family/{name}/cpu": _s("cpu", "s", min(rounds)),
             f"family/{name}/count/layers": _s("count", "1", layers)}
 

@@ -1,0 +1,202 @@
+"""The regression gate's decisions on synthetic samples (no timings): screening against a
+history, exact counts, machine drift, the A/B confirmation rule, and ``perf gate``'s exit
+codes with a fake measuring pool in place of fresh processes."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+from itertools import combinations
+
+import pytest
+
+from perf import gate, history, noise
+from perf.cli import add_subcommands, gate_command
+
+COMMIT = "a" * 40
+
+
+def _runs(tmp_path, values: dict[str, tuple[str, list[float]]], n: int = 10):
+    """``n`` history runs; run i holds values[name][1][i % len] for each series."""
+    for i in range(n):
+        head = {"commit": COMMIT, "parent": None, "suite": "quick",
+                "time": f"2026-01-01T00:{i:02d}:00Z", "machine": {}, "load": {},
+                "loaded": False, "versions": {}, "dirty": False}
+        series = [{"name": name, "unit": "s", "type": type_,
+                   "samples": [vals[i % len(vals)]]} for name, (type_, vals) in values.items()]
+        history.write_run(head, series, tmp_path)
+    return history.load_runs(tmp_path)
+
+
+def _current(values: dict[str, tuple[str, float]]) -> dict[str, history.Series]:
+    return {n: history.Series(n, "s", t, [v]) for n, (t, v) in values.items()}
+
+
+QUIET = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99]  # spread ~0.015 of log values
+
+
+def test_screen_verdicts(tmp_path):
+    runs = _runs(tmp_path, {"c/cpu": ("cpu", QUIET), "c/small": ("cpu", QUIET),
+                            "c/noisy": ("cpu", [1.0, 1.3, 0.8, 1.2, 0.7, 1.0, 1.4, 0.9]),
+                            "c/count": ("count", [10.0]), "c/fewer": ("count", [10.0]),
+                            "c/wall": ("wall", QUIET), "c/rss": ("rss", QUIET)})
+    rows = {r.name: r for r in gate.screen(_current({
+        "c/cpu": ("cpu", 1.5), "c/small": ("cpu", 1.08), "c/noisy": ("cpu", 3.0),
+        "c/count": ("count", 11.0), "c/fewer": ("count", 9.0), "c/wall": ("wall", 9.0),
+        "c/rss": ("rss", 1.08), "c/new": ("cpu", 1.0)}), runs)}
+    assert rows["c/cpu"].verdict == "suspect"  # 40 spreads and +50%
+    assert rows["c/small"].verdict == "ok"  # > 4 spreads but under the 10% minimum effect
+    assert rows["c/noisy"].verdict == "unstable"  # spread > 0.15: shown, never gating
+    assert rows["c/count"].verdict == "REGRESSED"  # exact: any increase
+    assert rows["c/fewer"].verdict == "improved"
+    assert rows["c/wall"].verdict == "shown"  # wall time is never gated
+    assert rows["c/rss"].verdict == "suspect"  # memory's minimum effect is 5%
+    assert rows["c/new"].verdict == "new"
+    assert rows["c/cpu"].spread.source == "history"
+
+
+def test_spread_must_be_exceeded_four_times(tmp_path):
+    """+15% is over the minimum effect but within 4 spreads of a series whose spread is
+    0.05 (from the calibration, history being too short): not a suspect."""
+    runs = _runs(tmp_path, {"c/cpu": ("cpu", [1.0])}, n=3)
+    calibration = {"series": {"c/cpu": {"spread": 0.05, "n": 5}}}
+    row, = gate.screen(_current({"c/cpu": ("cpu", 1.15)}), runs, calibration)
+    assert row.spread.source == "calibration" and row.verdict == "ok"
+    row, = gate.screen(_current({"c/cpu": ("cpu", 1.25)}), runs, calibration)
+    assert row.verdict == "suspect"
+
+
+def test_machine_drift_screens_relative_to_the_canary(tmp_path):
+    names = ["canary/cpu", "a/cpu", "b/cpu", "c/cpu", "d/latency"]
+    runs = _runs(tmp_path, {n: ("latency" if "latency" in n else "cpu", QUIET) for n in names})
+    slower = {n: ("latency" if "latency" in n else "cpu", 1.3) for n in names}
+    slower["d/latency"] = ("latency", 1.3 * 1.5)  # one series moved more than the machine
+    rows = gate.screen(_current(slower), runs)
+    drift = gate.machine_drift(rows)
+    assert drift == pytest.approx(1.3, rel=0.02)
+    rows = {r.name: r for r in gate.screen(_current(slower), runs, drift=drift)}
+    assert [n for n, r in rows.items() if r.verdict == "suspect"] == ["d/latency"]
+    assert rows["canary/cpu"].verdict == "shown"
+    only_canary = {**{n: (t, 1.0) for n, (t, _) in slower.items()}, "canary/cpu": ("cpu", 1.3)}
+    assert gate.machine_drift(gate.screen(_current(only_canary), runs)) is None
+
+
+def test_exact_mann_whitney_matches_counting():
+    """The one-sided exact p-value of fully separated 6+6 samples is 1/C(12,6) = 1/924, and
+    with one swapped pair 2/924 (counted here by enumeration, an oracle independent of
+    scipy)."""
+    a, b = [1.2 + 0.01 * i for i in range(6)], [1.0 + 0.01 * i for i in range(6)]
+    assert gate.Confirmation("x", "cpu", a, b).pvalue == pytest.approx(1 / 924)
+    a2, b2 = sorted(a)[1:] + [b[-1]], b[:-1] + [sorted(a)[0]]
+    pooled = a2 + b2
+    u = sum(x > y for x in a2 for y in b2)
+    as_extreme = sum(sum(pooled[i] > pooled[j] for i in idx for j in set(range(12)) - set(idx))
+                     >= u for idx in combinations(range(12), 6))
+    assert gate.Confirmation("x", "cpu", a2, b2).pvalue == pytest.approx(as_extreme / 924)
+
+
+@pytest.mark.parametrize("a,b,regressed", [
+    ([1.20, 1.22, 1.21, 1.25, 1.19, 1.23], [1.0, 1.02, 0.99, 1.01, 1.03, 1.0], True),
+    ([1.04, 1.05, 1.06, 1.05, 1.04, 1.06], [1.0, 1.01, 0.99, 1.0, 1.02, 1.01], False),  # < 10%
+    ([1.3, 0.9, 1.25, 1.0, 1.2, 0.95], [1.0, 1.1, 0.98, 1.2, 1.05, 0.97], False),  # p >= 0.01
+])
+def test_confirmation_rule(a, b, regressed):
+    c = gate.Confirmation("x/cpu", "cpu", a, b)
+    assert c.regressed is regressed
+    assert c.line().startswith("REGRESSED" if regressed else "noise (unconfirmed)")
+    if not regressed:  # both sample sets are printed
+        assert "A (working tree)" in c.line() and "B (base)" in c.line()
+
+
+def test_abba_order():
+    assert gate.abba(6) == list("ABBAABBAABBA")
+    with pytest.raises(ValueError, match="even"):
+        gate.abba(5)
+
+
+class FakePool:
+    """Stands for the measuring servers: each group yields fixed values (times a factor
+    per tree), so the CLI's decisions can be checked without fresh processes."""
+
+    def __init__(self, values, factor=1.0):
+        self.values, self.factor, self.calls = values, factor, []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def families(self):
+        return []
+
+    def measure(self, group, inject=None):
+        self.calls.append(group)
+        k = len(self.calls)
+        jitter = self.factor * (1 + 0.001 * (k % 3))
+        return {n: {"type": t, "unit": "s", "value": v if t == "count" else v * jitter}
+                for n, (t, v) in self.values[group].items()}
+
+
+def _gate(tmp_path, current, base_factor=1.0, current_factor=1.0):
+    history_values = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
+                                    "compile/m/count/layers": ("count", 10.0)},
+                      "canary": {"canary/cpu": ("cpu", 1.0)}}
+    runs_dir = tmp_path / "history"
+    _runs(runs_dir, {n: (t, [v * f for f in QUIET]) for g in history_values.values()
+                     for n, (t, v) in g.items()})
+    pools = {None: FakePool(current, current_factor), "base": FakePool(history_values,
+                                                                        base_factor)}
+    out: list[str] = []
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["perf", "gate", "--suite", "quick", "--history", str(runs_dir),
+                              "--noise", str(tmp_path / "none.json"), "--max-wait", "0",
+                              "--load-limit", "1000"])
+    import perf.suites as suites
+
+    original = suites.SUITES["quick"]
+    suites.SUITES["quick"] = suites.Suite("quick", ("m",), 2, families=False)
+    try:
+        code = gate_command(args, pool_factory=lambda tree, log: pools[tree],
+                            checkout=lambda rev: contextlib.nullcontext("base"), out=out.append)
+    finally:
+        suites.SUITES["quick"] = original
+    return code, out
+
+
+def test_gate_passes_a_quiet_tree(tmp_path):
+    code, out = _gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
+                                               "compile/m/count/layers": ("count", 10.0)},
+                                 "canary": {"canary/cpu": ("cpu", 1.0)}})
+    assert code == 0
+    summary = out[-2]
+    assert summary.startswith("3 series screened, 0 suspects, 0 confirmed; canary x1.00; load ")
+    assert summary.endswith("; 0 unstable")
+
+
+def test_gate_fails_on_a_count(tmp_path):
+    code, out = _gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
+                                               "compile/m/count/layers": ("count", 11.0)},
+                                 "canary": {"canary/cpu": ("cpu", 1.0)}})
+    assert code == 1
+    assert any(line.startswith("REGRESSED compile/m/count/layers") for line in out)
+
+
+@pytest.mark.parametrize("base_factor,expected", [(1.0, 1), (1.4, 0)])
+def test_gate_confirms_or_rejects_a_suspect(tmp_path, base_factor, expected):
+    """The tree measures 1.4x its history. A base that measures 1.0 confirms it; a base
+    that is now as slow (the machine, not the change) leaves it noise (unconfirmed)."""
+    code, out = _gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.4),
+                                               "compile/m/count/layers": ("count", 10.0)},
+                                 "canary": {"canary/cpu": ("cpu", 1.0)}}, base_factor)
+    assert code == expected
+    verdicts = [line for line in out if line.startswith(("REGRESSED", "noise"))]
+    assert len(verdicts) == 1 and verdicts[0].startswith(
+        "REGRESSED compile/m/cpu/total" if expected else "noise (unconfirmed)")
+    assert "1 suspects, " + str(expected) + " confirmed" in out[-2]
+
+
+def test_noise_and_gate_share_the_log_scale():
+    assert math.log1p(gate.MIN_EFFECT["cpu"]) < noise.UNSTABLE * gate.SCREEN_SPREADS
