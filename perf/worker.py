@@ -18,16 +18,15 @@ import tempfile
 import traceback
 from pathlib import Path
 
+from . import measure
 from .suites import server_kind
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _child(group: str, prepared: dict, spec: dict | None, fd: int) -> None:
-    from .measure import measure
-
     try:
-        reply = {"group": group, "series": measure(group, prepared, spec)}
+        reply = {"group": group, "series": measure.measure(group, prepared, spec)}
     except Exception as err:  # noqa: BLE001  (reported to the client)
         reply = {"group": group, "error": f"{type(err).__name__}: {err}",
                  "traceback": traceback.format_exc()}
@@ -66,11 +65,10 @@ def serve(kind: str) -> None:
     torch.set_num_threads(1)
     import torch_trt_ref  # noqa: F401  (imported once, before every fork)
 
+
     prepared: dict = {}
     if kind == "families":
-        from .measure import load_family_graphs
-
-        prepared["families"] = load_family_graphs()
+        prepared["families"] = measure.load_family_graphs()
     else:  # build each model once: its imports (transformers, torchvision) happen here
         from zoo.registry import get
 
