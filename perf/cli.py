@@ -102,12 +102,14 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> 
             out(f"unstable (spread > {noise.UNSTABLE}, shown, not gated): {', '.join(unstable)}")
         if chosen:
             base = args.base or runs[-1].commit
-            out(f"confirming {len(chosen)} suspects A/B against {base[:10]} "
-                f"({args.ab_each} processes each, ABBA)")
+            out(f"confirming {len(chosen)} suspects A/B against {base[:10]} (ABBA, "
+                f"{args.ab_each or rules.AB_EACH} processes a side for compiles, "
+                f"{args.ab_each or rules.CHEAP_AB_EACH} for micro-benchmarks)")
             try:
                 with checkout(base) as tree, pool_factory(tree, args.log) as base_pool:
                     for group, names in grouped([r.name for r in chosen]).items():
-                        for c in confirm_group(group, names, pool, base_pool, args.ab_each):
+                        each = args.ab_each or rules.ab_each(group)
+                        for c in confirm_group(group, names, pool, base_pool, each):
                             out(c.line())
                             if c.regressed:
                                 confirmed.append(c)
@@ -158,8 +160,9 @@ def add_subcommands(subparsers) -> None:
     g.add_argument("--base", default=None, help="commit to confirm suspects against "
                                                 "(default: that of the newest history run)")
     g.add_argument("--max-suspects", type=int, default=rules.MAX_SUSPECTS)
-    g.add_argument("--ab-each", type=int, default=rules.AB_EACH,
-                   help=f"processes per side in a confirmation (default {rules.AB_EACH})")
+    g.add_argument("--ab-each", type=int, default=None,
+                   help=f"processes per side in a confirmation (default {rules.AB_EACH} for "
+                        f"compile groups, {rules.CHEAP_AB_EACH} for micro-benchmarks)")
     g.set_defaults(func=gate_command)
     if add_history_subcommand is not None:
         add_history_subcommand(sub)

@@ -25,10 +25,14 @@ MIN_EFFECT = {"cpu": 0.10, "latency": 0.10, "rss": 0.05}  # time 10%, memory 5%
 MAX_SUSPECTS = 8
 ALPHA = 0.01
 AB_EACH = 6  # processes per side in a confirmation (ABBA order)
+# a micro-benchmark process costs < 1 s and its jitter between processes is ~7% here: more
+# processes buy the power to confirm a 20% slowdown reliably (see docs/regressions.md)
+CHEAP_AB_EACH = 10
 DRIFT_FRACTION = 0.5  # "most series": at least this fraction of the time series moved
 CANARY_SERIES = f"{CANARY}/cpu"
 PARAMS = {"screen_spreads": SCREEN_SPREADS, "min_effect": MIN_EFFECT,
           "max_suspects": MAX_SUSPECTS, "alpha": ALPHA, "ab_each": AB_EACH,
+          "cheap_ab_each": CHEAP_AB_EACH,
           "test": "scipy.stats.mannwhitneyu(alternative='greater', method='exact')",
           "drift_fraction": DRIFT_FRACTION}
 
@@ -108,6 +112,11 @@ def suspects(rows: list[Screened], limit: int = MAX_SUSPECTS) -> list[Screened]:
     """The noisy suspects to confirm, largest first, at most ``limit``."""
     found = sorted((r for r in rows if r.verdict == "suspect"), key=lambda r: -r.z)
     return found[:limit]
+
+
+def ab_each(group: str) -> int:
+    """Processes per side when confirming ``group``: more for the cheap micro-benchmarks."""
+    return AB_EACH if group.startswith("compile:") else CHEAP_AB_EACH
 
 
 def abba(each: int = AB_EACH) -> list[str]:

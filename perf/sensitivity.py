@@ -31,7 +31,7 @@ OUT = ROOT / "perf" / "results" / "sensitivity.json"
 def _trial(group, names, pool_a, pool_b, inject, each):
     load = os.getloadavg()[0]
     start = time.monotonic()
-    found = confirm_group(group, names, pool_a, pool_b, each, inject)
+    found = confirm_group(group, names, pool_a, pool_b, each or gate.ab_each(group), inject)
     return {"group": group, "inject": inject, "load_start": load,
             "load_end": os.getloadavg()[0], "seconds": round(time.monotonic() - start, 1),
             "series": {c.name: {"type": c.type, "a": c.a, "b": c.b, "pvalue": c.pvalue,
@@ -47,7 +47,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model", default="lgamma_graph")
     p.add_argument("--model2", default="unconvertible")
     p.add_argument("--op", default="aten.relu.default")
-    p.add_argument("--each", type=int, default=gate.AB_EACH)
+    p.add_argument("--each", type=int, default=None,
+                   help="processes per side (default gate.ab_each of the group)")
     p.add_argument("--out", type=Path, default=OUT)
     p.add_argument("--only", nargs="*", default=["family", "compile", "unsupported"])
     args = p.parse_args(argv)
