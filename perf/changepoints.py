@@ -1,219 +1,200 @@
-"""Change points over run history: E-divisive means with a Student's t-test, the algorithm of
-Hunter / Apache Otava (Fleming et al., ICPE 2023), run on log statistics; and the steps it
-finds, named by commit range, with the annotations that close them.
+"""Change points of a series: E-divisive means with a Student's t-test, the algorithm of Hunter /
+Apache Otava (Fleming et al., "Hunter: Using Change Point Detection to Hunt for Performance
+Regressions", ICPE 2023), written here from their description and code.
 
 Note [E-divisive with a t-test]
-    Hunter replaces E-divisive's permutation test with a t-test and works in two phases.
-    Split: in overlapping windows (``window_len`` points, step half a window), repeatedly
-    pick the split of a segment that maximizes the energy statistic Q-hat (Matteson & James
-    2014, alpha = 1) and keep it while a two-sided t-test between its neighbouring segments
-    gives p <= 10 x max_pvalue. Merge: over the whole series, recompute every candidate's
-    t-test against its neighbours and drop the weakest (largest p) until all have
-    p <= max_pvalue. Hunter's t-test uses the population standard deviation (ddof 0) and
-    pooled variances; so does this one, so a series gives the same p-values there and here.
-    We add one rule: a change needs ``min_after`` points after it (a single late outlier is
-    not a step).
+    Split: in overlapping windows (``window_len`` points, stepping half a window) run
+    E-divisive (Matteson & James 2014, alpha = 1): in every segment between the change points
+    found so far, take the split tau (and end kappa) maximizing the energy statistic Q-hat;
+    keep the best split over all segments while a two-sided t-test between its two sides
+    gives p <= 10 x max_pvalue. Merge: over the whole series, recompute each candidate's
+    t-test against the segments up to its neighbours and drop the weakest (largest p; once
+    all pass, the smallest step if under ``min_magnitude``) until every change point passes.
+
+    ``HUNTER`` is Otava's algorithm as its code does it, quirks included, so that Otava's
+    published results replay exactly (tests/test_perf_changepoints.py replays its TigerBeetle
+    series at ten settings): the split's t-test runs to the end of the segment, the t-test
+    gets the population sd (ddof 0), and after a removal the merge recomputes the point after
+    it and the next one, leaving the point before it stale (``otava_merge``).
+
+    ``DEFAULT`` (what perf uses, on log statistics) keeps the algorithm and changes what the
+    measurements below said to change. On 40 points of pure noise (log sd 3-5%) Otava's
+    settings report a change in ~3% of series at p 0.001: its p ignores that the split was
+    the best of ~40. So here: the t-test gets the sample sd (ddof 1, which scipy's
+    ``ttest_ind_from_stats`` expects); its p is multiplied by the number of splits the segment
+    offered (Bonferroni); a split tested in the split phase ends at kappa (Otava's test to
+    the segment end misses a step up then back down, e.g. a regression fixed 9 runs later;
+    ruptures finds it); both neighbours of a removed point are recomputed; a change needs
+    >= 2 points on either side (a lone outlier is not two changes); and a step must reach
+    the verdict rule's minimum effect (10% time, 5% memory: a smaller one the gate would
+    never act on). Measured on 5000 seeded replays (log sd 3-5%): 0.04% of series without a
+    step show a change, a 15% step at point 25 of 40 is found within 2 points in 99.7%;
+    Bonferroni costs about one more run before a fresh step shows at 5% noise.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 from scipy.stats import ttest_ind_from_stats
 
-from . import history
+# The smallest step worth a change point, as a ratio: the minimum effects of the verdict rule
+# (issue 23: 10% for time, 5% for memory). Exact series (counts) change at any difference.
+MIN_EFFECT = {"cpu": 1.10, "wall": 1.10, "latency": 1.10, "rss": 1.05}
 
-MAX_PVALUE = 0.001
-WINDOW_LEN = 50
-MIN_AFTER = 2
-MIN_SIZE = 2  # points on either side of a candidate split inside E-divisive
+
+@dataclass(frozen=True)
+class Params:
+    max_pvalue: float = 0.001
+    window_len: int = 50
+    min_magnitude: float = math.log(MIN_EFFECT["cpu"])
+    magnitude: str = "difference"  # "difference" of means (log data) | "relative" (Otava's)
+    ddof: int = 1
+    min_after: int = 2
+    min_before: int = 2
+    otava_merge: bool = False
+    kappa_test: bool = True
+    bonferroni: bool = True
+
+    def to_json(self) -> dict:
+        return {"algorithm": "E-divisive means (alpha=1) + two-sided t-test, Hunter/Otava",
+                "split_pvalue": 10 * self.max_pvalue, **asdict(self)}
+
+
+DEFAULT = Params()
+
+
+def params_for(type_: str) -> Params:
+    """The parameters for a series of ``type_`` (history.SERIES_TYPES): logs with the type's
+    minimum effect for noisy series, any change for exact ones."""
+    if type_ in MIN_EFFECT:
+        return replace(DEFAULT, min_magnitude=math.log(MIN_EFFECT[type_]))
+    return replace(DEFAULT, min_magnitude=0.0)
+
+
+HUNTER = Params(min_magnitude=0.0, magnitude="relative", ddof=0, min_after=1, min_before=1,
+                otava_merge=True, kappa_test=False, bonferroni=False)
 
 
 @dataclass
 class ChangePoint:
-    """A change at ``index``: values[index:] differ from the segment before it."""
+    """A change at ``index``: values[index] is the first point after it."""
 
     index: int
     pvalue: float
     mean_before: float
     mean_after: float
 
+    def magnitude(self, kind: str) -> float:
+        if kind == "difference":
+            return abs(self.mean_after - self.mean_before)
+        if self.mean_before == 0 or self.mean_after == 0:
+            return 0.0
+        return max(abs(self.mean_after / self.mean_before - 1),
+                   abs(self.mean_before / self.mean_after - 1))
 
-def qhat(values: np.ndarray, min_size: int = MIN_SIZE) -> np.ndarray:
-    """Q-hat of every split ``tau`` of ``values`` (left = values[:tau]); -inf where either side
-    has fewer than ``min_size`` points. O(n^2) through 2-d prefix sums of |x_i - x_j|."""
-    n = len(values)
-    q = np.full(n + 1, -np.inf)
-    if n < 2 * min_size:
-        return q
-    d = np.abs(values[:, None] - values[None, :])
+
+def qhat_candidate(x: np.ndarray, start: int, stop: int) -> tuple[int, float, int]:
+    """The split of x[start:stop] with the largest Q-hat over every tau < kappa <= stop:
+    (tau, Q, kappa). O(n^2) pairs, each O(1) from 2-d prefix sums of |x_i - x_j|."""
+    z = x[start:stop]
+    n = len(z)
     p = np.zeros((n + 1, n + 1))
-    p[1:, 1:] = d.cumsum(0).cumsum(1)
-    tau = np.arange(min_size, n - min_size + 1)
-    m, k = tau.astype(float), (n - tau).astype(float)
-    within_left = p[tau, tau] / 2
-    within_right = (p[n, n] - p[tau, n] - p[n, tau] + p[tau, tau]) / 2
-    between = p[tau, n] - p[tau, tau]
-    energy = (2 * between / (m * k) - within_left / (m * (m - 1) / 2)
-              - within_right / (k * (k - 1) / 2))
-    q[tau] = m * k / n * energy
-    return q
+    p[1:, 1:] = np.abs(z[:, None] - z[None, :]).cumsum(0).cumsum(1)
+
+    def block(a, b, c, d):  # sum of |z_i - z_j| for a <= i < b, c <= j < d
+        return p[b, d] - p[a, d] - p[b, c] + p[a, c]
+
+    tau = np.arange(1, n)[:, None]
+    kappa = np.arange(2, n + 1)[None, :]
+    nx, ny = tau.astype(float), (kappa - tau).astype(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = (2 / (nx + ny) * block(0, tau, tau, kappa)
+             - np.where(nx > 1, ny / (nx + ny) / (nx - 1), 0) * block(0, tau, 0, tau)
+             - np.where(ny > 1, nx / (nx + ny) / (ny - 1), 0) * block(tau, kappa, tau, kappa))
+    q = np.where(kappa > tau, q, -np.inf)
+    i, j = np.unravel_index(np.argmax(q), q.shape)
+    return start + i + 1, float(q[i, j]), start + j + 2
 
 
-def ttest(left: np.ndarray, right: np.ndarray) -> float:
-    """Two-sided t-test p-value between two segments, as Hunter computes it."""
-    if len(left) == 0 or len(right) == 0 or len(left) + len(right) <= 2:
+def ttest(left: np.ndarray, right: np.ndarray, ddof: int) -> float:
+    """Two-sided Student's t-test p-value of two segments from their means and deviations."""
+    if len(left) + len(right) <= 2:
         return 1.0
-    sl = float(np.std(left)) if len(left) >= 2 else 0.0
-    sr = float(np.std(right)) if len(right) >= 2 else 0.0
+    sl = float(np.std(left, ddof=ddof)) if len(left) >= 2 else 0.0
+    sr = float(np.std(right, ddof=ddof)) if len(right) >= 2 else 0.0
+    ml, mr = float(np.mean(left)), float(np.mean(right))
     if sl == 0.0 and sr == 0.0:
-        return 0.0 if float(np.mean(left)) != float(np.mean(right)) else 1.0
-    _, p = ttest_ind_from_stats(float(np.mean(left)), sl, len(left),
-                                float(np.mean(right)), sr, len(right))
-    return float(p)
+        return 1.0 if ml == mr else 0.0
+    return float(ttest_ind_from_stats(ml, sl, len(left), mr, sr, len(right))[1])
 
 
-def _stats(values: np.ndarray, index: int, bounds: list[int]) -> ChangePoint:
+def _point(x: np.ndarray, index: int, bounds: list[int], params: Params) -> ChangePoint:
     start = max(b for b in bounds if b < index)
-    end = min(b for b in bounds if b > index)
-    left, right = values[start:index], values[index:end]
-    return ChangePoint(index, ttest(left, right), float(np.mean(left)), float(np.mean(right)))
+    stop = min(b for b in bounds if b > index)
+    left, right = x[start:index], x[index:stop]
+    short = len(left) < params.min_before or len(right) < params.min_after
+    p = 1.0 if short else ttest(left, right, params.ddof)
+    if params.bonferroni:
+        p = min(1.0, p * (stop - start - 1))
+    return ChangePoint(index, p,
+                       float(np.mean(left)), float(np.mean(right)))
 
 
-def e_divisive(values: np.ndarray, max_pvalue: float) -> list[int]:
-    """E-divisive on one window: split the segment with the largest Q-hat while the t-test of
-    the new split against its neighbouring change points is significant."""
+def e_divisive(x: np.ndarray, pvalue: float, params: Params) -> list[int]:
+    """E-divisive on one window, stopping at the first best split that is not significant."""
     found: list[int] = []
     while True:
-        bounds = [0, *sorted(found), len(values)]
-        best, best_q = None, -np.inf
-        for a, b in zip(bounds, bounds[1:]):
-            q = qhat(values[a:b])
-            tau = int(np.argmax(q))
-            if np.isfinite(q[tau]) and q[tau] > best_q:
-                best, best_q = a + tau, q[tau]
-        if best is None or _stats(values, best, sorted([*bounds, best])).pvalue > max_pvalue:
-            return sorted(found)
-        found.append(best)
+        bounds = [0, *found, len(x)]
+        candidates = [qhat_candidate(x, a, b) for a, b in zip(bounds, bounds[1:]) if b - a > 1]
+        if not candidates:
+            return found
+        tau, _, kappa = max(candidates, key=lambda c: c[1])
+        if _point(x, tau, [*bounds, kappa] if params.kappa_test else bounds,
+                  params).pvalue > pvalue:
+            return found
+        found = sorted([*found, tau])
 
 
-def split(values: np.ndarray, window_len: int, max_pvalue: float) -> list[int]:
-    """Candidates from E-divisive over overlapping windows (Hunter's ``split``)."""
-    start, step, found = 0, max(window_len // 2, 1), set()
-    while start < len(values):
-        end = min(start + window_len, len(values))
-        new = [start + i for i in e_divisive(values[start:end], max_pvalue)]
+def split(x: np.ndarray, pvalue: float, params: Params) -> list[int]:
+    """Weak change points: E-divisive over overlapping windows, their union."""
+    start, step, found = 0, max(params.window_len // 2, 1), set()
+    while start < len(x):
+        stop = min(start + params.window_len, len(x))
+        new = [start + i for i in e_divisive(x[start:stop], pvalue, params)]
         found.update(new)
         start = max(max(new, default=0), start + step)
     return sorted(found)
 
 
-def merge(values: np.ndarray, indexes: list[int], max_pvalue: float) -> list[ChangePoint]:
-    """Drop the weakest candidate until every change point has p <= max_pvalue against the
-    segments on either side of it (Hunter's ``merge``, without its magnitude rule)."""
-    indexes = list(indexes)
-    while indexes:
-        bounds = [0, *indexes, len(values)]
-        points = [_stats(values, i, bounds) for i in indexes]
+def merge(x: np.ndarray, indexes: list[int], params: Params) -> list[ChangePoint]:
+    """Drop the weakest weak change point until all pass p and magnitude; after a removal
+    recompute the neighbours whose segments changed (see Note: ``otava_merge``)."""
+    bounds = [0, *indexes, len(x)]
+    points = [_point(x, i, bounds, params) for i in indexes]
+    while points:
         weakest = max(points, key=lambda c: c.pvalue)
-        if weakest.pvalue <= max_pvalue:
-            return points
-        indexes.remove(weakest.index)
+        if weakest.pvalue <= params.max_pvalue:
+            weakest = min(points, key=lambda c: c.magnitude(params.magnitude))
+            if weakest.magnitude(params.magnitude) > params.min_magnitude:
+                return points
+        k = points.index(weakest)
+        del points[k]
+        bounds = [0, *(c.index for c in points), len(x)]
+        for j in (k, k + 1) if params.otava_merge else (k - 1, k):
+            if 0 <= j < len(points):
+                points[j] = _point(x, points[j].index, bounds, params)
     return []
 
 
-def change_points(values, max_pvalue: float = MAX_PVALUE, window_len: int = WINDOW_LEN,
-                  min_after: int = MIN_AFTER) -> list[ChangePoint]:
-    """Change points of ``values`` (already on the scale they are judged on: log statistics
-    for noisy series). A change point ``i`` means values[i] is the first point after it."""
+def change_points(values, params: Params = DEFAULT) -> list[ChangePoint]:
+    """Change points of ``values``, given on the scale they are judged on (perf passes log
+    statistics of noisy series)."""
     x = np.asarray(values, dtype=float)
     if x.ndim != 1 or not np.all(np.isfinite(x)):
-        raise ValueError("change_points needs a 1-d series of finite values")
-    candidates = [i for i in split(x, window_len, 10 * max_pvalue) if len(x) - i >= min_after]
-    return merge(x, candidates, max_pvalue)
-
-
-PARAMS = {"algorithm": "E-divisive means (alpha=1) + two-sided t-test (Hunter/Otava)",
-          "scale": "log of each run's statistic", "max_pvalue": MAX_PVALUE,
-          "split_pvalue": 10 * MAX_PVALUE, "window_len": WINDOW_LEN, "min_after": MIN_AFTER}
-
-
-GATED_TYPES = ("cpu", "rss", "latency")  # an upward step here is an open regression
-
-
-@dataclass
-class Step:
-    """A change point of one series' history, in the units of the series."""
-
-    series: str
-    unit: str
-    type: str
-    index: int  # position in the series' points (non-loaded runs holding it)
-    commit_before: str
-    commit_after: str
-    time_after: str
-    median_before: float
-    median_after: float
-    pvalue: float
-    annotation: dict | None  # the annotation that closed it, if any
-
-    @property
-    def ratio(self) -> float:
-        return self.median_after / self.median_before if self.median_before else float("inf")
-
-    @property
-    def open_regression(self) -> bool:
-        return self.annotation is None and self.type in GATED_TYPES and self.ratio > 1
-
-
-def judged_values(type_: str, values: list[float]) -> list[float]:
-    """The scale change points are found on: logs for noisy series, raw for exact ones."""
-    if type_ in history.NOISY_TYPES and all(v > 0 for v in values):
-        return [math.log(v) for v in values]
-    return list(values)
-
-
-def annotation_position(name: str, points: list, annotations: list[dict]) -> tuple[int, dict]:
-    """Where the newest annotation of series ``name`` starts a new baseline: the first point at
-    its commit, else (commit not recorded) after every point older than the annotation.
-    (0, None) when the series has no annotation."""
-    best = (0, None)
-    for a in history.annotations_for(name, annotations):
-        pos = next((i for i, (r, _) in enumerate(points)
-                    if history.commit_matches(r.commit, a["commit"])), None)
-        if pos is None:
-            t = history.parse_time(a["time"])
-            pos = sum(1 for r, _ in points if history.parse_time(r.time) <= t)
-        if pos >= best[0]:
-            best = (pos, a)
-    return best
-
-
-def series_steps(name: str, runs: list, annotations: list[dict]) -> list[Step]:
-    """The change points of series ``name`` over the non-loaded runs, with their commit
-    ranges, before/after medians and the annotation (if any) at or after them."""
-    points = history.series_points(name, runs)
-    if len(points) < 2 * MIN_SIZE:
-        return []
-    values = [v for _, v in points]
-    first = points[0][0].series[name]
-    found = change_points(judged_values(first.type, values))
-    closers = [(annotation_position(name, points, [a])[0], a)
-               for a in history.annotations_for(name, annotations)]
-    bounds = [0, *(c.index for c in found), len(points)]
-    steps = []
-    for k, c in enumerate(found):
-        before, after = values[bounds[k]:c.index], values[c.index:bounds[k + 2]]
-        closed = next((a for pos, a in closers if pos >= c.index), None)
-        steps.append(Step(name, first.unit, first.type, c.index, points[c.index - 1][0].commit,
-                          points[c.index][0].commit, points[c.index][0].time,
-                          float(np.median(before)), float(np.median(after)), c.pvalue, closed))
-    return steps
-
-
-def open_regressions(runs: list, annotations: list[dict]) -> list[Step]:
-    """Every upward step of a CPU-time, memory or latency series that no annotation closed."""
-    return [s for name in history.series_names(runs)
-            for s in series_steps(name, runs, annotations) if s.open_regression]
+        raise ValueError("change_points needs a 1-d series of finite numbers")
+    p = params.max_pvalue  # the split's looser threshold, as Otava picks it
+    pvalue = p * 10 if p < 0.05 else (p * 2 if p < 0.5 else p)
+    return merge(x, split(x, pvalue, params), params)

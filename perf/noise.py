@@ -10,7 +10,7 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import changepoints, history
+from . import history, steps
 
 NOISE_FILE = Path(__file__).parent / "noise.json"
 MAD_SCALE = 1.4826  # MAD x this estimates the standard deviation of a normal distribution
@@ -58,10 +58,10 @@ def current_segment(name: str, runs: list[history.Run],
     annotation. Annotations default to those stored beside the runs."""
     annotations = _annotations(runs, annotations)
     points = history.series_points(name, runs)
-    start, _ = changepoints.annotation_position(name, points, annotations)
-    steps = changepoints.series_steps(name, runs, annotations)
-    if steps:
-        start = max(start, steps[-1].index)
+    start = steps.baseline_start(name, points, annotations)
+    found = steps.series_steps(name, runs, annotations)
+    if found:
+        start = max(start, found[-1].index)
     return points[start:]
 
 
