@@ -20,6 +20,7 @@ from .runner import (
     as_records,
     grouped,
     header,
+    revision,
     run_suite,
     say,
     wait_for_quiet,
@@ -32,8 +33,8 @@ except ImportError:  # pragma: no cover
     add_history_subcommand = None
 
 
-def _record(args, series, load_start, loaded) -> Path:
-    head = header(args.suite, load_start, list(os.getloadavg()), loaded)
+def _record(args, series, load_start, loaded, rev) -> Path:
+    head = header(args.suite, load_start, list(os.getloadavg()), loaded, rev)
     path = history.write_run(head, as_records(series), args.history)
     say(f"recorded {path}" + (" (marked loaded)" if loaded else ""))
     return path
@@ -41,6 +42,7 @@ def _record(args, series, load_start, loaded) -> Path:
 
 def run_command(args, pool_factory=Pool) -> int:
     suite = suites.suite(args.suite)
+    rev = revision()
     load_start, loaded = wait_for_quiet(args.max_wait, args.load_limit)
     with pool_factory(None, args.log) as pool:
         series = run_suite(suite, pool, args.processes)
@@ -49,19 +51,20 @@ def run_command(args, pool_factory=Pool) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(as_records(series), indent=1) + "\n")
     if args.record:
-        _record(args, series, load_start, loaded)
+        _record(args, series, load_start, loaded, rev)
     return 0
 
 
 def calibrate_command(args, pool_factory=Pool) -> int:
     suite = suites.suite(args.suite)
+    rev = revision()  # every calibration run is labelled with the commit it started at
     paths = []
     with pool_factory(None, args.log) as pool:
         for i in range(args.runs):
             say(f"calibration run {i + 1}/{args.runs}")
             load_start, loaded = wait_for_quiet(args.max_wait, args.load_limit)
             paths.append(_record(args, run_suite(suite, pool, args.processes), load_start,
-                                 loaded))
+                                 loaded, rev))
     calibration = noise.calibrate([history.read_run(p) for p in paths])
     out = noise.write_calibration(calibration, args.noise)
     unstable = sorted(n for n, e in calibration["series"].items()

@@ -93,21 +93,27 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def header(suite: str, load_start: list, load_end: list, loaded: bool) -> dict:
+def revision() -> dict:
+    """The commit, its parent and whether tracked files differ from it: taken when a run
+    starts, so a commit made while it runs does not relabel it."""
     try:
         parent = _git("rev-parse", "HEAD^")
     except subprocess.CalledProcessError:
         parent = None
+    return {"commit": _git("rev-parse", "HEAD"), "parent": parent,
+            "dirty": bool(_git("status", "--porcelain", "--untracked-files=no"))}
+
+
+def header(suite: str, load_start: list, load_end: list, loaded: bool,
+           rev: dict | None = None) -> dict:
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    return {"commit": _git("rev-parse", "HEAD"), "parent": parent, "suite": suite,
-            "time": history.utc_now(),
+    return {**(rev or revision()), "suite": suite, "time": history.utc_now(),
             "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(),
                         "mem_gib": round(mem, 1), "node": platform.node()},
             "load": {"start": load_start, "end": load_end}, "loaded": loaded,
             "versions": {"python": platform.python_version(), "torch": _version("torch"),
                          "tensorrt": _version("tensorrt", "tensorrt-rtx", "tensorrt_rtx"),
-                         "transformers": _version("transformers")},
-            "dirty": bool(_git("status", "--porcelain", "--untracked-files=no"))}
+                         "transformers": _version("transformers")}}
 
 
 def as_records(series: dict[str, history.Series]) -> list[dict]:
