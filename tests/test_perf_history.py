@@ -164,3 +164,11 @@ def test_calibrate(tmp_path):
         noise.calibrate(same[:4])
     path = noise.write_calibration(cal, tmp_path / "noise.json")
     assert noise.load_calibration(path) == json.loads(json.dumps(cal))
+
+
+@pytest.mark.parametrize("n", [5, 8, 12, 30])
+def test_robust_sd_is_unbiased_for_normal_samples(n):
+    rng = random.Random(n)
+    mean = statistics.fmean(noise.robust_sd([rng.gauss(0, 0.04) for _ in range(n)])
+                            for _ in range(4000))
+    assert mean == pytest.approx(0.04, rel=0.04)
