@@ -14,6 +14,7 @@ from pathlib import Path
 from . import gate as rules
 from . import history, noise, suites
 from .confirm import base_checkout, confirm_group
+from .dashboard import add_history_subcommand
 from .runner import (
     LOAD_LIMIT_PER_CORE,
     MAX_WAIT,
@@ -26,11 +27,6 @@ from .runner import (
     wait_for_quiet,
 )
 from .worker import Pool
-
-try:  # the history subcommand lives in perf/dashboard.py (h-history)
-    from .dashboard import add_history_subcommand
-except ImportError:  # pragma: no cover
-    add_history_subcommand = None
 
 
 def _record(args, series, load_start, loaded, rev) -> Path:
@@ -167,8 +163,7 @@ def add_subcommands(subparsers) -> None:
                    help=f"processes per side in a confirmation (default {rules.AB_EACH} for "
                         f"compile groups, {rules.CHEAP_AB_EACH} for micro-benchmarks)")
     g.set_defaults(func=gate_command)
-    if add_history_subcommand is not None:
-        add_history_subcommand(sub)
+    add_history_subcommand(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
