@@ -83,9 +83,10 @@ def main(argv: list[str] | None = None) -> int:
                     rows = gate.screen(current, runs)
                     trials.append({"regressed": [r.name for r in rows
                                                  if r.verdict == "REGRESSED"]})
-            results["experiments"][name] = trials
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(results, indent=1) + "\n")
+                results["experiments"][name] = trials  # written after every trial
+                results["seconds"] = round(time.monotonic() - started)
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps(results, indent=1) + "\n")
     results["seconds"] = round(time.monotonic() - started)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     print(json.dumps(summarize(results), indent=1))
