@@ -12,6 +12,8 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from zoo.schema import cpu_model
+
 from . import history
 from .suites import Suite, group_of
 from .worker import ROOT, Pool
@@ -83,16 +85,6 @@ def _version(*names: str) -> str | None:
     return None
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def revision() -> dict:
     """The commit, its parent and whether tracked files differ from it: taken when a run
     starts, so a commit made while it runs does not relabel it."""
@@ -108,7 +100,7 @@ def header(suite: str, load_start: list, load_end: list, loaded: bool,
            rev: dict | None = None) -> dict:
     mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
     return {**(rev or revision()), "suite": suite, "time": history.utc_now(),
-            "machine": {"cpu": _cpu_model(), "cores": os.cpu_count(),
+            "machine": {"cpu": cpu_model(), "cores": os.cpu_count(),
                         "mem_gib": round(mem, 1), "node": platform.node()},
             "load": {"start": load_start, "end": load_end}, "loaded": loaded,
             "versions": {"python": platform.python_version(), "torch": _version("torch"),

@@ -16,7 +16,7 @@ SCHEMA_VERSION = 2
 READABLE_VERSIONS = (1, 2)
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -55,7 +55,7 @@ def environment() -> dict[str, Any]:
         "torch": torch.__version__, "tensorrt_backend": torch_trt_ref.TRT_BACKEND,
         "tensorrt": trt.__version__, "torchvision": version("torchvision"),
         "transformers": version("transformers"), "python": platform.python_version(),
-        "platform": platform.platform(), "cpu": _cpu_model(),
+        "platform": platform.platform(), "cpu": cpu_model(),
         "cpu_count": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
         else os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
