@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from perf import gate, history, noise
+from perf import gate, history, noise, suites
 from perf.cli import add_subcommands, gate_command
 
 COMMIT = "a" * 40
@@ -141,6 +141,12 @@ class FakePool:
                 for n, (t, v) in self.values[group].items()}
 
 
+@pytest.fixture(autouse=True)
+def _one_model_suite(monkeypatch):
+    """The quick suite as one model ``m`` (2 processes), no families: what FakePool knows."""
+    monkeypatch.setitem(suites.SUITES, "quick", suites.Suite("quick", ("m",), 2, families=False))
+
+
 def _gate(tmp_path, current, base_factor=1.0, current_factor=1.0):
     history_values = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
                                     "compile/m/count/layers": ("count", 10.0)},
@@ -156,15 +162,8 @@ def _gate(tmp_path, current, base_factor=1.0, current_factor=1.0):
     args = parser.parse_args(["perf", "gate", "--suite", "quick", "--history", str(runs_dir),
                               "--noise", str(tmp_path / "none.json"), "--max-wait", "0",
                               "--load-limit", "1000"])
-    import perf.suites as suites
-
-    original = suites.SUITES["quick"]
-    suites.SUITES["quick"] = suites.Suite("quick", ("m",), 2, families=False)
-    try:
-        code = gate_command(args, pool_factory=lambda tree, log: pools[tree],
-                            checkout=lambda rev: contextlib.nullcontext("base"), out=out.append)
-    finally:
-        suites.SUITES["quick"] = original
+    code = gate_command(args, pool_factory=lambda tree, log: pools[tree],
+                        checkout=lambda rev: contextlib.nullcontext("base"), out=out.append)
     return code, out
 
 
@@ -231,3 +230,22 @@ def test_verdicts_on_recorded_samples():
         n = len(trials)
         assert hits.pop(injected[name]) >= 0.95 * n, (name, n)
         assert all(k <= max(1, 0.05 * n) for k in hits.values()), hits
+
+
+def test_run_records_a_history_file(tmp_path):
+    """``perf run --record`` writes one history file: header (commit, load, versions) and
+    every measured series with one sample per fresh process."""
+    from perf.cli import run_command
+
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["perf", "run", "--suite", "quick", "--record", "--processes",
+                              "2", "--history", str(tmp_path), "--max-wait", "0",
+                              "--load-limit", "1000"])
+    values = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0)},
+              "canary": {"canary/cpu": ("cpu", 1.0)}}
+    assert run_command(args, pool_factory=lambda tree, log: FakePool(values)) == 0
+    run, = history.load_runs(tmp_path)
+    assert run.header["suite"] == "quick" and len(run.header["commit"]) == 40
+    assert run.header["loaded"] is False and len(run.header["load"]["start"]) == 3
+    assert len(run.series["compile/m/cpu/total"].samples) == 2
