@@ -46,6 +46,7 @@ from .partitioning.stitch import segment_name
 from .partitioning.upcast import upcast_missing_kernels
 from .report import CompileReport, EngineRecord
 from .runtime.module import EngineModule, choose_executor
+from .runtime.opaque import require_opaque_handles
 from .settings import CompilationSettings
 from .weights import WeightTracer, current_tracer, own_weights, recording, storages_of, traced
 
@@ -113,6 +114,7 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     ``compile_report`` is the plan (``compile_report.render()``; docs/partitioning.md)."""
     if settings is not None and kwargs:
         raise ValueError("pass either settings=CompilationSettings(...) or keyword settings")
+    require_opaque_handles("compiling")
     settings = settings or CompilationSettings.from_kwargs(**kwargs)
     model = as_model(model)
     inputs, kwarg_inputs = positional_inputs(inputs), keyword_inputs(kwarg_inputs)

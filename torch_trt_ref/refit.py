@@ -64,7 +64,8 @@ def refit(compiled: GraphModule,
     for name in updated:
         engines[name].engine.refit_plan()
         holder = getattr(engines[name], "handle", engines[name])
-        holder._trt = None  # a deserialized engine holds the old weights
+        # a deserialized engine, and the reference executor's CUDA graphs, hold the old weights
+        holder._trt = holder._reference = None
     return compiled
 
 

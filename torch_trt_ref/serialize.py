@@ -84,12 +84,14 @@ def _rebuild_partitioned(state: dict, nodes: list, codegen) -> GraphModule:
 
 
 # -- the file ------------------------------------------------------------------------------
-def save(compiled: GraphModule, path: str | os.PathLike) -> Path:
+def save(compiled: GraphModule, path: str | os.PathLike, plans: bool = True) -> Path:
     """Write ``compiled`` (a module ``torch_trt_ref.compile`` returned, or ``load``ed) to
     ``path`` as one file: the stitched program with its PyTorch segments, every engine
     (plan, network snapshot, input specs with their ranges, output rules), the compile
     report, and a manifest with the format version, the torch / TensorRT versions and a
-    SHA-256 of every part. The file appears whole or not at all."""
+    SHA-256 of every part. The file appears whole or not at all. ``plans=False`` leaves the
+    TensorRT plans out (about half the file): its engines run on the reference executor
+    wherever it is loaded, e.g. a GPU machine without TensorRT."""
     engines = {name: m for name, m in compiled.named_modules() if isinstance(m, EngineModule)}
     report = getattr(compiled, "compile_report", None)
     if not isinstance(compiled, (GraphModule, BySize)) or report is None:
@@ -102,16 +104,16 @@ def save(compiled: GraphModule, path: str | os.PathLike) -> Path:
             writer = _Writer(archive)
             for name, module in engines.items():
                 handle = module.handle
-                writer.write(f"engines/{name}.plan", handle.engine.plan)
+                writer.write(f"engines/{name}.plan", handle.engine.plan if plans else b"")
                 writer.pickle(f"engines/{name}.pt", {"name": handle.name,
-                                                    "executor": handle.executor,
+                                                    "executor": _executor(handle, plans),
                                                     "rules": handle.rules,
                                                     "engine": handle.engine},
                               {id(handle.engine.plan_file): ("plan", name)})
             writer.pickle(PROGRAM, compiled,
                           {id(m.handle): ("engine", name) for name, m in engines.items()})
             writer.write(REPORT, json.dumps(report.to_json(), indent=1, default=str).encode())
-            manifest = _manifest(compiled, engines, report, writer.members)
+            manifest = _manifest(compiled, engines, report, writer.members, plans)
             archive.writestr(MANIFEST, json.dumps(manifest, indent=1, default=str))
         os.replace(tmp, path)
     except BaseException:
@@ -120,14 +122,20 @@ def save(compiled: GraphModule, path: str | os.PathLike) -> Path:
     return path
 
 
-def _manifest(compiled, engines: dict[str, EngineModule], report, members) -> dict[str, Any]:
+def _executor(handle: EngineHandle, plans: bool) -> str:
+    return handle.executor if plans else "reference"
+
+
+def _manifest(compiled, engines: dict[str, EngineModule], report, members,
+              plans: bool = True) -> dict[str, Any]:
     return {
         "format": FORMAT, "format_version": FORMAT_VERSION,
         "torch_trt_ref": _version("torch_trt_ref"), "torch": torch.__version__,
         "tensorrt": {"backend": BACKEND, "version": trt.__version__},
         "python": ".".join(map(str, sys.version_info[:3])),
         "engines": [{"name": name, "plan": f"engines/{name}.plan", "engine": f"engines/{name}.pt",
-                     "executor": m.executor, "layers": m.engine.layer_count,
+                     "executor": _executor(m.handle, plans), "plans": plans,
+                     "layers": m.engine.layer_count,
                      "inputs": [s.to_json() for s in m.engine.inputs],
                      "outputs": [{"dtype": str(r.dtype).removeprefix("torch."),
                                   "shape": list(r.dims)} for r in m.handle.rules]}

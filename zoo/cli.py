@@ -256,6 +256,10 @@ def add_subcommands(subparsers) -> None:
     lst = sub.add_parser("list", help="the zoo's models")
     lst.set_defaults(func=list_command)
 
+    from .gpu_latency import add_parsers  # zoo save / zoo latency (saved programs on a GPU)
+
+    add_parsers(sub)
+
 
 def main(argv: list[str] | None = None) -> int:
     from torch_trt_ref.cli import run_reporting_errors

@@ -29,14 +29,13 @@ from typing import Any, Callable, Sequence
 
 import sympy
 import torch
-from torch._custom_class_base import CustomClassBase
-from torch._library.opaque_object import MemberType, register_custom_class
 from torch.fx import GraphModule
 from torch.utils._sympy.functions import FloorDiv, Max, Min, Mod, PythonMod
 
 from .._trt import BACKEND, trt
 from ..build import Engine
-from .reference.executor import run_snapshot
+from .opaque import HAS_OPAQUE_HANDLES, CustomClassBase, register_handle_class
+from .reference.replay import ReferenceRunner, snapshot_device
 from .trt_executor import TensorRTExecutor, tensorrt_unavailable_reason
 
 log = logging.getLogger(__name__)
@@ -190,9 +189,22 @@ class EngineHandle(CustomClassBase):
         self.name = name
         self.rules = rules
         self._trt = None  # the deserialized engine, made on the first TensorRT run
+        self._reference = None  # the reference executor's prepared plan (replay.py)
 
     def __repr__(self) -> str:
         return f"EngineHandle({self.name}, executor={self.executor})"
+
+    def device(self) -> torch.device | None:
+        """Where the engine's weights (its network snapshot's) are."""
+        if self._reference is not None:
+            return self._reference.device
+        return snapshot_device(self.engine.snapshot)
+
+    def to(self, device: torch.device) -> None:
+        """Move the engine's weights to ``device`` once (``EngineModule.to``)."""
+        if self._reference is None:
+            self._reference = ReferenceRunner(self.engine.snapshot, self.name)
+        self._reference.to(device)
 
     def run(self, args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         engine = self.engine
@@ -213,8 +225,9 @@ class EngineHandle(CustomClassBase):
                                              engine.requires_output_allocator)
             outputs = self._trt(named)
         else:
-            # TensorRT writes dense, contiguous outputs; the reference executor matches that.
-            outputs = [o.contiguous() for o in run_snapshot(engine.snapshot, named)]
+            if self._reference is None:
+                self._reference = ReferenceRunner(engine.snapshot, self.name)
+            outputs = self._reference(named)
         self._check(outputs)
         return _unaliased(outputs, args)
 
@@ -299,16 +312,14 @@ def _unaliased(outputs: list[torch.Tensor], args: Sequence[torch.Tensor]) -> lis
     return out
 
 
-register_custom_class(EngineHandle, typ="symbolic",
-                      members={"rules": MemberType.USE_REAL, "name": MemberType.USE_REAL})
+if HAS_OPAQUE_HANDLES:  # torch >= 2.14: engines inside torch.export programs (opaque.py)
+    register_handle_class(EngineHandle)
 
+    @torch.library.custom_op("torch_trt_ref::execute_engine", mutates_args=())
+    def execute_engine(inputs: list[torch.Tensor], engine: EngineHandle) -> list[torch.Tensor]:
+        """Run ``engine`` on ``inputs`` (the segment's inputs, in order)."""
+        return engine.run(inputs)
 
-@torch.library.custom_op("torch_trt_ref::execute_engine", mutates_args=())
-def execute_engine(inputs: list[torch.Tensor], engine: EngineHandle) -> list[torch.Tensor]:
-    """Run ``engine`` on ``inputs`` (the segment's inputs, in order)."""
-    return engine.run(inputs)
-
-
-@execute_engine.register_fake
-def _execute_engine_fake(inputs, engine):
-    return EngineHandle.fake(engine, inputs)
+    @execute_engine.register_fake
+    def _execute_engine_fake(inputs, engine):
+        return EngineHandle.fake(engine, inputs)
