@@ -11,7 +11,9 @@ checks every output. ``ReferenceRunner`` does the same work once:
   - each layer becomes ``(function, input slots, attributes, output slots)``; a call is a
     loop over that list with no name lookups or dict building;
   - each layer's outputs are checked against TensorRT's inferred shapes and dtypes on the
-    first call with a given input signature (shapes and dtypes), not on every call.
+    first call with a given input signature (shapes and dtypes), not on every call;
+  - a product read only by a sum becomes one fused call (``_fuse_multiply_add``): a folded
+    batch norm's scale and shift, a matrix product and its row bias (torch's linear).
 Networks with loops or conditionals keep ``run_snapshot`` (their regions branch on values),
 with the weights resident all the same."""
 
@@ -87,7 +89,8 @@ class _Prepared:
             self.layers.append(layer)
         self.outputs = tuple(slot(name) for name in snapshot.outputs)
         self.size = len(slots) + 1
-        self.fast = _fuse_multiply_add(self.calls, self.layers, set(self.outputs))
+        self.fast, self.fast_layers = _fuse_multiply_add(self.calls, self.layers,
+                                                         set(self.outputs))
 
     def run(self, inputs: list[torch.Tensor], check: bool) -> list[torch.Tensor]:
         values: list = [None] * self.size
@@ -96,7 +99,7 @@ class _Prepared:
         if check:
             for info, value in zip(self.infos, inputs):
                 _check(LayerRecord("input", "INPUT", [], [info]), info, value)
-            for (fn, ins, attrs, outs), layer in zip(self.calls, self.layers):
+            for (fn, ins, attrs, outs), layer in zip(self.fast, self.fast_layers):
                 results = fn([values[i] for i in ins], **attrs)
                 for index, info, value in zip(outs, layer.outputs, results):
                     _check(layer, info, value)
@@ -141,8 +144,8 @@ def _fuse_multiply_add(calls, layers, outputs: set[int]) -> list:
     """``calls`` with each floating-point ELEMENTWISE PROD or MATRIX_MULTIPLY whose only
     reader is an ELEMENTWISE SUM merged into that SUM (``_multiply_add``, ``_matmul_bias``
     with a row bias): one pass over the tensor instead of two, the product no longer
-    rounded on its own (within the float64 rule; the first, checked run of each signature
-    runs every layer unfused)."""
+    rounded on its own (within the float64 rule). Returns the calls and the layer whose
+    outputs each writes (the checked first run checks those)."""
     readers: dict[int, int] = {}
     for _fn, ins, _attrs, _outs in calls:
         for i in ins:
@@ -172,7 +175,8 @@ def _fuse_multiply_add(calls, layers, outputs: set[int]) -> list:
                 continue
             dropped.add(p)
             break
-    return [fused.get(k, call) for k, call in enumerate(calls) if k not in dropped]
+    kept = [k for k in range(len(calls)) if k not in dropped]
+    return [fused.get(k, calls[k]) for k in kept], [layers[k] for k in kept]
 
 
 class ReferenceRunner:
