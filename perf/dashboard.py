@@ -165,8 +165,12 @@ def history_command(args: argparse.Namespace) -> int:
         return 0
     suites = sorted({r.header["suite"] for r in runs})
     print(f"{len(runs)} runs in {args.history} (suites: {', '.join(suites) or 'none'})")
-    for s in steps.open_regressions(runs, history.load_annotations(args.history)):
+    opened = steps.open_regressions(runs, history.load_annotations(args.history))
+    for s in opened:
         print(f"OPEN {s.describe()}")
+    if opened:
+        print("close one with: perf history --annotate SERIES --commit FIRST_AT "
+              "--action accept|ignore|machine --reason TEXT (docs/regressions.md)")
     return 0
 
 

@@ -41,8 +41,8 @@ class Step:
         state = (f"{self.annotation['action']}: {self.annotation['reason']}"
                  if self.annotation else "open")
         return (f"{self.series}: {self.median_before:.4g} -> {self.median_after:.4g} {self.unit} "
-                f"(x{self.ratio:.3f}, p={self.pvalue:.1e}) between {self.commit_before[:10]} "
-                f"and {self.commit_after[:10]} [{state}]")
+                f"(x{self.ratio:.3f}, p={self.pvalue:.1e}) after {self.commit_before[:10]}, "
+                f"first at {self.commit_after[:10]} [{state}]")
 
 
 def judged_values(type_: str, values: list[float]) -> list[float]:
