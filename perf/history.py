@@ -157,7 +157,7 @@ def load_annotations(directory: Path = HISTORY_DIR) -> list[dict]:
 
 def annotate(series: str, commit: str, action: str, reason: str,
              directory: Path = HISTORY_DIR, time: str | None = None) -> dict:
-    """Append one annotation: ``series`` (a name or glob, e.g. ``compile_cpu_s/*``) at ``commit``
+    """Append one annotation: ``series`` (a name or glob, e.g. ``compile/*/cpu/*``) at ``commit``
     is accepted (an intended change), ignored (not worth acting on) or a machine change. Each
     closes the change at that commit and starts the series' baseline there."""
     if action not in ACTIONS:
