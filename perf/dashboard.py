@@ -152,6 +152,8 @@ def history_command(args: argparse.Namespace) -> int:
                                   args.history)
         print(f"annotated {json.dumps(record)} in {args.history / history.ANNOTATIONS}")
         return 0
+    if not Path(args.history).is_dir():
+        raise ValueError(f"{args.history}: no history directory (perf run --record writes one)")
     runs = history.load_runs(args.history, args.suite)
     if args.sql:
         columns, rows = history.query(args.sql, runs)
