@@ -106,7 +106,8 @@ def parameters() -> dict:
             "open regression": f"an upward step of a {'/'.join(steps.GATED_TYPES)} series "
                                "with no annotation at or after it",
             "noise band": f"baseline x exp(+-{plots.BAND} x spread) over the current segment",
-            "geomean": "per run, over the suite's series of a type (canary excluded), of "
+            "geomean": "per run, over the suite's series of a line (compile totals: names "
+                       "ending /total; canary excluded), of "
                        "statistic / the series' current baseline"}
 
 
