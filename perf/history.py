@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import sqlite3
 import statistics
 from dataclasses import dataclass, field
@@ -89,6 +90,8 @@ def _check_series(s: dict) -> None:
                          f"accepted: {', '.join(SERIES_TYPES)}")
     if not s["samples"]:
         raise ValueError(f"series {s['name']!r} has no samples")
+    if not all(math.isfinite(v) for v in s["samples"]):
+        raise ValueError(f"series {s['name']!r} has a sample that is not a finite number")
 
 
 def write_run(header: dict, series: list[dict], directory: Path = HISTORY_DIR) -> Path:

@@ -65,6 +65,9 @@ def test_bad_records_are_named(tmp_path):
     with pytest.raises(ValueError, match="accepted: cpu, wall"):
         history.write_run(header(0), [{"name": "x", "unit": "s", "type": "cpus",
                                        "samples": [1.0]}], tmp_path)
+    with pytest.raises(ValueError, match="not a finite number"):
+        history.write_run(header(0), [{"name": "x", "unit": "s", "type": "cpu",
+                                       "samples": [1.0, float("nan")]}], tmp_path)
     (tmp_path / "broken.jsonl").write_text('{"kind": "series"\n')
     with pytest.raises(ValueError, match="broken.jsonl:1"):
         history.load_runs(tmp_path)
