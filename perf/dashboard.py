@@ -30,9 +30,15 @@ def _table(header: list[str], rows: list[tuple[str, list[str]]]) -> str:
 
 
 def _state(step: steps.Step) -> str:
-    if step.annotation is None:
-        return "open" if step.open_regression else "(not a regression)"
-    return f"{step.annotation['action']}: {html.escape(step.annotation['reason'])}"
+    if step.annotation is not None:
+        return f"{step.annotation['action']}: {html.escape(step.annotation['reason'])}"
+    if step.open_regression:
+        return "open"
+    if step.type in steps.GATED_TYPES:
+        return "improvement"
+    if step.type == "wall":
+        return "wall time (never gated)"
+    return "exact series (perf gate fails on any worsening)"
 
 
 def steps_table(found: list[steps.Step]) -> str:
