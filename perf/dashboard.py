@@ -34,6 +34,8 @@ def _state(step: steps.Step) -> str:
         return f"{step.annotation['action']}: {html.escape(step.annotation['reason'])}"
     if step.open_regression:
         return "open"
+    if step.same_commit:
+        return "machine (one commit on both sides)"
     if step.type in steps.GATED_TYPES:
         return "improvement"
     if step.type == "wall":
@@ -110,7 +112,7 @@ def parameters() -> dict:
             "minimum step (ratio) by type": changepoints.MIN_EFFECT,
             "noise model": noise.PARAMS,
             "open regression": f"an upward step of a {'/'.join(steps.GATED_TYPES)} series "
-                               "with no annotation at or after it",
+                               "between two commits, with no annotation at or after it",
             "noise band": f"baseline x exp(+-{plots.BAND} x spread) over the current segment",
             "geomean": "per run, over the suite's series of a line (compile totals: names "
                        "ending /total; canary excluded), of "

@@ -19,12 +19,11 @@ CATEGORIES = [
     ("CPU: phases, micro-benchmarks", "cpu", lambda n: not n.endswith("/total")),
     ("peak RSS", "rss", lambda n: True),
     ("latency", "latency", lambda n: True),
-    ("accuracy passes", "accuracy", lambda n: True),
-    ("wall time (shown, never gated)", "wall", lambda n: True)]
+    ("accuracy passes", "accuracy", lambda n: True)]  # wall time: in its small multiples
 BAND = 2  # the shaded band is baseline x exp(+-BAND x spread)
 COLORS = {"cpu": "#1f77b4", "rss": "#2ca02c", "latency": "#9467bd", "accuracy": "#8c564b",
           "wall": "#7f7f7f", "canary": "#d62728"}
-LINE_COLORS = ["#1f77b4", "#17becf", "#2ca02c", "#9467bd", "#8c564b", "#7f7f7f"]
+LINE_COLORS = ["#1f77b4", "#17becf", "#2ca02c", "#9467bd", "#8c564b"]
 
 
 def png(fig: Figure) -> str:
