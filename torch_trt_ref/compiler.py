@@ -47,7 +47,10 @@ from .partitioning.stitch import segment_name
 from .partitioning.upcast import upcast_missing_kernels
 from .report import CompileReport, EngineRecord
 from .runtime.module import EngineModule, choose_executor
+from .runtime.size_guard import SizeGuard
 from .settings import CompilationSettings
+from .size_conditions import describe as describe_conditions
+from .size_conditions import size_conditions
 from .weights import WeightTracer, current_tracer, own_weights, recording, storages_of, traced
 
 log = logging.getLogger(__name__)
@@ -176,6 +179,10 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             if covered:
                 raise size_cover.Uncovered(covered, ep)
     say(f"captured in {report.phases['capture']:.2f}s")
+    conditions = [] if isinstance(model, ExportedProgram) else size_conditions(ep, specs)
+    if conditions:  # Note [Conditions over several sizes]
+        warnings.warn(f"the model's graph holds only where {describe_conditions(conditions)}; "
+                      f"the compiled module raises at other declared sizes", stacklevel=4)
     current_tracer().add_roots(ep.state_dict)  # refit's inputs (torch_trt_ref.weights)
     with report.phase("lowering"):
         gm = lower_program(ep, settings)
@@ -221,6 +228,8 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             engine.plan_current))
     if fixed_draws:
         warnings.warn(fixed_draws_warning(fixed_draws), stacklevel=4)
+    if conditions:
+        stitched.register_forward_pre_hook(SizeGuard(conditions), with_kwargs=True)
     stitched.compile_report = report
     stitched.partition_result = result
     _hold_weights(stitched, ep)
