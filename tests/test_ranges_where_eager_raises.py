@@ -36,6 +36,12 @@ CASES = {  # name: (forward, min, opt, max, the sizes tried: each dim's sizes, N
     "reflection_pad2d": (lambda x: torch.nn.functional.pad(x, [2, 2, 1, 1], mode="reflect"),
                          (1, 1, 1, 1), (1, 2, 4, 4), (2, 2, 5, 5),
                          [(1,), (2,), range(1, 6), range(1, 6)]),
+    "circular_pad1d": (lambda x: torch.nn.functional.pad(x, [2, 2], mode="circular"),
+                       (1, 1, 1), (1, 2, 4), (2, 2, 5), None),
+    "unfold_past_the_size": (lambda x: x.unfold(1, 3, 1), (1, 1), (2, 5), (2, 6), None),
+    "max_pool2d_window_past_H": (lambda x: torch.nn.functional.max_pool2d(x, 3),
+                                 (1, 1, 1, 4), (1, 2, 6, 6), (2, 2, 8, 8),
+                                 [(1,), (2,), range(1, 9), (4, 6)]),
     "avg_pool3d_window_past_T": (lambda x: torch.nn.functional.avg_pool3d(x, (2, 2, 2)),
                                  (1, 2, 1, 4, 4), (1, 2, 3, 4, 4), (2, 2, 4, 4, 4), None),
 }

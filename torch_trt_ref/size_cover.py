@@ -119,9 +119,9 @@ def _raising(branches, inputs, kwarg_inputs, raises: list[tuple[Box, str]]):
     raises eager's error at the ``raises`` sizes."""
     if len(branches) == 1 and not raises:
         return branches[0][1]
-    report = branches[0][1].compile_report
-    report.raising_sizes = [{"sizes": sizes, "error": why}
-                            for sizes, (_, why) in zip(describe(raises), raises)]
+    report = branches[0][1].compile_report  # (a nested BySize's sizes are kept)
+    report.raising_sizes = report.raising_sizes + [
+        {"sizes": sizes, "error": why} for sizes, (_, why) in zip(describe(raises), raises)]
     return BySize(branches, list(range(len(inputs))) + list(kwarg_inputs), raises)
 
 
