@@ -11,6 +11,7 @@ import re
 import sys
 
 import torch
+from torch._library.custom_ops import OPDEFS
 
 # Note [Library ops in a saved program]: a graph node calling ``torch.ops.mylib.op`` pickles
 # the op by name, and in a fresh process the name resolves only once the module that
@@ -39,8 +40,6 @@ def defining_module(op) -> str | None:
     if not isinstance(op, torch._ops.OpOverload) or op.namespace in _TORCH_NAMESPACES:
         return None
     qualname = op._schema.name
-    from torch._library.custom_ops import OPDEFS
-
     opdef = OPDEFS.get(qualname)
     init = getattr(opdef, "_init_fn", None)
     if init is not None and getattr(init, "__module__", None):

@@ -11,6 +11,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.utils._sympy.printers import PythonPrinter
 
+from .capture import dynamic_input_sizes
 from .inputs import Input
 
 # Note [Conditions over several sizes]: a model line can tie several declared-dynamic sizes
@@ -30,19 +31,13 @@ from .inputs import Input
 def size_conditions(ep: ExportedProgram, specs: Sequence[Input]) -> list[tuple[str, dict]]:
     """(Python condition, {symbol: (input index, input name, dim)}) for each guard over two or
     more declared-dynamic input dims that is false somewhere in the declared ranges."""
-    placeholders = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
     where, ranges, env = {}, {}, None
-    for i, (name, spec) in enumerate(zip(ep.graph_signature.user_inputs, specs)):
-        val = placeholders[name].meta.get("val")
-        if not isinstance(val, torch.Tensor):
-            continue
-        for d in spec.dynamic_dims:
-            size = val.shape[d]
-            if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
-                env = size.node.shape_env
-                where.setdefault(size.node.expr, (i, name, d))
-                ranges.setdefault(size.node.expr, (spec.min_shape[d], spec.opt_shape[d],
-                                                   spec.max_shape[d]))
+    for i, name, spec, d, size in dynamic_input_sizes(ep, specs):
+        if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
+            env = size.node.shape_env
+            where.setdefault(size.node.expr, (i, name, d))
+            ranges.setdefault(size.node.expr, (spec.min_shape[d], spec.opt_shape[d],
+                                               spec.max_shape[d]))
     if len(where) < 2 or env is None:
         return []
     found = []

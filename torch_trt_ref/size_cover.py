@@ -9,7 +9,9 @@ import logging
 import warnings
 from typing import Any, Callable, Sequence
 
-from .capture import DynamicShapeError, as_inputs
+import torch
+
+from .capture import DynamicShapeError, as_inputs, eval_mode
 from .inputs import Input
 from .runtime.by_size import Box, BySize
 
@@ -166,10 +168,6 @@ def untraced(model, inputs, kwarg_inputs, covered: Box):
 def eager_error(model, inputs, kwarg_inputs, box: Box) -> str | None:
     """None when eager runs ``model`` at ``box``'s sizes with the other dims at opt, min or
     max (random inputs); else the error it raised with them at opt."""
-    import torch
-
-    from .capture import eval_mode
-
     errors = []
     for at in ("opt_shape", "min_shape", "max_shape"):
         with torch.random.fork_rng(devices=[]), torch.no_grad(), eval_mode(model):
