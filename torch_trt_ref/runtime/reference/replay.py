@@ -26,11 +26,9 @@ import torch
 
 from ..cuda_graphs import EngineGraphs, graphs_enabled
 from ..snapshot import LayerRecord, NetworkSnapshot
-from .executor import _check, run_snapshot
-from .layers.attention_ops import unrunnable_reason
+from .executor import _check, layer_kind, run_snapshot
 from .layers.math_ops import matrix_multiply
 from .plan import Region, plan
-from .registry import REFERENCE_LAYERS
 
 log = logging.getLogger(__name__)
 
@@ -77,12 +75,7 @@ class _Prepared:
         self.calls: list[tuple[Callable, tuple[int, ...], dict, tuple[int, ...]]] = []
         self.layers: list[LayerRecord] = []
         for layer in steps:
-            kind = REFERENCE_LAYERS.get(layer.kind)
-            if kind is None:
-                why = unrunnable_reason(layer.kind)
-                raise NotImplementedError(
-                    f"the reference executor has no function for TensorRT layer kind "
-                    f"{layer.kind} (layer {layer.name})" + (f": {why}" if why else ""))
+            kind = layer_kind(layer)
             ins = tuple(slot(name) for name in layer.inputs)
             outs = tuple(slot(info.name) for info in layer.outputs)
             self.calls.append((kind.run, ins, layer.attrs, outs))
