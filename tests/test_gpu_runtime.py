@@ -239,4 +239,7 @@ def test_zoo_latency_pieces(tmp_path):
         assert parsed.func(parsed) == 2  # no CUDA device: a clear refusal
     parsed = parser.parse_args(["zoo", "latency", str(tmp_path), "--device", "cpu"])
     assert parsed.func(parsed) == 2  # no programs in the folder
-    json.dumps(record)
+    records = tmp_path / "lat.jsonl"  # what `zoo report` reads
+    records.write_text(json.dumps({"schema_version": 2, "kind": "gpu_latency", **record}))
+    parsed = parser.parse_args(["zoo", "report", str(records)])
+    assert parsed.func(parsed) == 0

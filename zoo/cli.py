@@ -122,15 +122,19 @@ def _write_reports(records, md_path: Path | None, html_path: Path | None,
 
 
 def report_command(args: argparse.Namespace) -> int:
+    from .gpu_latency import gpu_section, split_records
     from .report import markdown
     from .schema import read_records
 
-    records = read_records(args.records)
+    records, gpu = split_records(read_records(args.records))
     anchor = _read_partition_anchor(args.partition_anchor) if args.partition_anchor else None
-    if not args.markdown and not args.html:
+    if records and not args.markdown and not args.html:
         print(markdown(records, partition_anchor=anchor))
-    _write_reports(records, Path(args.markdown) if args.markdown else None,
-                   Path(args.html) if args.html else None, anchor)
+    if gpu:  # `zoo latency` records: their own table
+        print(gpu_section(gpu))
+    if records:
+        _write_reports(records, Path(args.markdown) if args.markdown else None,
+                       Path(args.html) if args.html else None, anchor)
     return 0
 
 

@@ -29,6 +29,7 @@ from . import measure
 from .cell import settings_for
 from .matrix import Cell
 from .registry import QUICK, get
+from .schema import SCHEMA_VERSION
 
 SIDE = ".json"
 PROGRAM = ".prog"
@@ -136,7 +137,8 @@ def measure_program(path: Path, device: str, warmup: int, runs: int, inductor: b
     from torch_trt_ref.runtime import cuda_graphs
 
     side = json.loads(path.with_suffix(SIDE).read_text())
-    record: dict[str, Any] = {"kind": "gpu_latency", "program": path.name, **side,
+    record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": "gpu_latency",
+                              "program": path.name, **side,
                               "device": device, "status": "ok", "env": environment(device)}
     stage = "load"
     caught = warnings.catch_warnings(record=True)
@@ -273,6 +275,16 @@ def markdown(records: list[dict]) -> str:
                                   if k in lat else "-" for k in COLUMNS)
                      + f" | {ratio('eager')} | {ratio('inductor')} |")
     return "\n".join(lines) + "\n"
+
+
+def split_records(records: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(sweep records, ``zoo latency`` records) of what ``zoo report`` read."""
+    return ([r for r in records if r.get("kind") != "gpu_latency"],
+            [r for r in records if r.get("kind") == "gpu_latency"])
+
+
+def gpu_section(records: list[dict]) -> str:
+    return "## Latency of saved programs on a GPU (zoo latency)\n\n" + markdown(records)
 
 
 def save_command(args: argparse.Namespace) -> int:
