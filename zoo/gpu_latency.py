@@ -329,18 +329,22 @@ def add_parsers(sub) -> None:
                                     "on another machine)")
     s.add_argument("out", help="folder for the .prog files and their .json sidecars")
     s.add_argument("--models", nargs="+", help=f"zoo models (default: quick {list(QUICK)})")
-    s.add_argument("--precisions", nargs="+", default=["fp16"], choices=list(PRECISION_DTYPES))
-    s.add_argument("--batches", nargs="+", type=int, default=[1])
-    s.add_argument("--strategy", default="fast")
+    s.add_argument("--precisions", nargs="+", default=["fp16"], choices=list(PRECISION_DTYPES),
+                   help="compile precisions (default fp16)")
+    s.add_argument("--batches", nargs="+", type=int, default=[1],
+                   help="batch sizes: dim 0 of the zoo inputs (default 1)")
+    s.add_argument("--strategy", default="fast", help="partition strategy (default fast)")
     s.add_argument("--no-plans", action="store_true",
                    help="leave the TensorRT plans out (the reference executor runs them)")
     s.set_defaults(func=save_command)
     lat = sub.add_parser("latency", help="load saved zoo programs and time them beside eager "
                                          "and inductor with CUDA events")
     lat.add_argument("programs", nargs="+", help=".prog files or folders of them")
-    lat.add_argument("--device", default="cuda")
-    lat.add_argument("--warmup", type=int, default=20)
-    lat.add_argument("--runs", type=int, default=100)
-    lat.add_argument("--no-inductor", action="store_true")
-    lat.add_argument("--out", default="out/gpu_latency.jsonl")
+    lat.add_argument("--device", default="cuda", help="where to run (default cuda)")
+    lat.add_argument("--warmup", type=int, default=20, help="untimed calls (default 20)")
+    lat.add_argument("--runs", type=int, default=100, help="timed calls (default 100)")
+    lat.add_argument("--no-inductor", action="store_true",
+                     help="skip torch.compile (inductor): its compile takes seconds per model")
+    lat.add_argument("--out", default="out/gpu_latency.jsonl",
+                     help="JSON-lines records, appended (a .md table beside it)")
     lat.set_defaults(func=latency_command)
