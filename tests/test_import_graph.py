@@ -31,7 +31,8 @@ LAYERS: list[tuple[str, ...]] = [
      "torch_trt_ref.weights", "torch_trt_ref.accuracy", "torch_trt_ref.report",
      "torch_trt_ref.memory"),
     # 1: capture, arguments, the engine cache, and the conversion layer's base
-    ("torch_trt_ref.capture", "torch_trt_ref.arguments", "torch_trt_ref.engine_cache",
+    ("torch_trt_ref.capture", "torch_trt_ref.torchscript", "torch_trt_ref.arguments",
+     "torch_trt_ref.engine_cache",
      "torch_trt_ref.conversion.registry", "torch_trt_ref.conversion.args",
      "torch_trt_ref.conversion.context", "torch_trt_ref.conversion.dims",
      "torch_trt_ref.conversion.shapes", "torch_trt_ref.conversion._trt_ops",
@@ -48,7 +49,7 @@ LAYERS: list[tuple[str, ...]] = [
     # 6: the orchestrator
     ("torch_trt_ref.compiler",),
     # 7: front ends over the compiler, and debugging tools
-    ("torch_trt_ref.dynamo_backend", "torch_trt_ref.torchscript", "torch_trt_ref.debug"),
+    ("torch_trt_ref.dynamo_backend", "torch_trt_ref.debug"),
     # 8: the public API package (``$``: this module only, not the modules under it)
     ("torch_trt_ref$",),
     # 9: the harness

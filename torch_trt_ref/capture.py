@@ -19,6 +19,10 @@ from torch.utils._sympy.numbers import int_oo
 
 from .inputs import Input
 
+# meta["custom"] key of a node's module chain: [(path, qualified type name), ...], root
+# first; set by the front ends that lose torch's nn_module_stack (TorchScript, dynamo)
+MODULE_STACK = "torch_trt_ref.module_stack"
+
 
 def as_inputs(values: Sequence[Any]) -> list[Input]:
     """Input specs for positional example values (tensors become static Inputs)."""

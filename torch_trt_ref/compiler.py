@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import gc
 import logging
@@ -15,7 +14,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
-from . import conversion, size_cover, torchscript  # noqa: F401
+from . import size_cover, torchscript
 from .arguments import (
     as_model,
     check_signature,
@@ -37,16 +36,15 @@ from .conversion.registry import CONVERTERS, ConverterRegistry
 from .conversion.shapes import spec_from_fake
 from .engine_cache import EngineCache
 from .inputs import Input
-from .lowering import decomposition_table, lower
-from .lowering.decompositions import NotLocallyLowerable
-from .lowering.routes import node_by_node, whole_program
+from .lowering import lower_program  # noqa: F401  (public here too: tests, docs, the zoo)
 from .partitioning import TENSORRT, TORCH, partition, stitch, support_report
 from .partitioning.hierarchical import wrap_backend_segment
+from .partitioning.plan import plan_summary
 from .partitioning.stitch import segment_name
 from .partitioning.upcast import upcast_missing_kernels
 from .report import CompileReport, EngineRecord
 from .runtime.module import EngineModule, choose_executor
-from .settings import CompilationSettings
+from .settings import CompilationSettings, settings_json
 from .weights import WeightTracer, current_tracer, own_weights, recording, storages_of, traced
 
 log = logging.getLogger(__name__)
@@ -55,43 +53,6 @@ log = logging.getLogger(__name__)
 class SegmentCompilationError(RuntimeError):
     """A TensorRT segment could not be converted or built while full compilation was
     required."""
-
-
-def _settings_json(settings: CompilationSettings) -> dict[str, Any]:
-    out = {}
-    for f in dataclasses.fields(settings):
-        value = getattr(settings, f.name)
-        if isinstance(value, frozenset):
-            value = sorted(value)
-        elif isinstance(value, dict):
-            value = {k: sorted(v) if isinstance(v, frozenset) else v for k, v in value.items()}
-        out[f.name] = value
-    return out
-
-
-def lower_program(ep: ExportedProgram, settings: CompilationSettings) -> GraphModule:
-    """Decompose the exported program and run the lowering passes; returns a flat
-    GraphModule (weights as get_attr) with the original calling convention.
-
-    The program's graph is copied, its in-place ops made out-of-place and the nodes the
-    decomposition table covers retraced one by one (``decompose_locally``). A program this
-    cannot handle (a write to an input, a weight or a view another node observes; a
-    higher-order op such as cond; a node that fails to trace) is retraced whole by
-    ``ExportedProgram.run_decompositions`` instead. ``gm.meta["lowering"]`` says which."""
-    table = decomposition_table(settings)
-    try:
-        gm = node_by_node(ep, table)
-        route = "node by node"
-    except Exception as err:  # the whole-program route is slower but always correct
-        level = logging.DEBUG if isinstance(err, NotLocallyLowerable) else logging.INFO
-        log.log(level, "lowering with run_decompositions: %s: %s", type(err).__name__, err)
-        gm = whole_program(ep, table)
-        route = f"whole program (run_decompositions), because {err}"
-    gm.meta["lowering"] = route
-    for node in gm.graph.nodes:
-        if node.op == "get_attr":
-            node.meta.setdefault("param_name", node.target)
-    return lower(gm, settings)
 
 
 def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = (),
@@ -154,7 +115,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
              captured: ExportedProgram | None = None) -> GraphModule:
     """Capture, lower, partition, convert and build. ``captured``: the program a previous
     attempt captured (and found not to cover the declared ranges: size_cover), used as is."""
-    report = CompileReport(settings=_settings_json(settings))
+    report = CompileReport(settings=settings_json(settings))
     kwarg_inputs = kwarg_inputs or {}
     specs = as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values()))
     device = next((v.device for v in list(inputs) + list(kwarg_inputs.values())
@@ -227,9 +188,7 @@ def _dry_run(stitched, gm, result, settings, device, report, model, inputs, kwar
              specs) -> GraphModule:
     """``dryrun=True``: the plan without conversion or build. Every segment stays a
     PyTorch GraphModule (TensorRT segments too, so the module runs and equals eager), and
-    ``compile_report`` carries the plan (``dryrun.plan_summary``)."""
-    from .dryrun import plan_summary
-
+    ``compile_report`` carries the plan (``partitioning.plan.plan_summary``)."""
     report.dryrun = True
     report.plan = plan_summary(gm, result, settings)
     for i, seg in enumerate(result.segments):

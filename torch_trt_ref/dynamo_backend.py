@@ -15,8 +15,8 @@ import sympy
 import torch
 from torch.fx import GraphModule, Node
 
+from .capture import MODULE_STACK
 from .inputs import Input
-from .partitioning.modules import MODULE_STACK
 from .settings import CompilationSettings
 from .torchscript import replaying_forward
 

@@ -35,7 +35,7 @@ from torch.fx import GraphModule
 from torch.utils._sympy.functions import FloorDiv, Max, Min, Mod, PythonMod
 
 from .._trt import BACKEND, trt
-from ..build import Engine
+from .engine import Engine
 from .reference.executor import run_snapshot
 from .trt_executor import TensorRTExecutor, tensorrt_unavailable_reason
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import torch
 
-from ..build import Engine
 from .custom_op import EngineHandle, output_rules
+from .engine import Engine
 from .trt_executor import tensorrt_unavailable_reason
 
 
