@@ -49,7 +49,7 @@ LAYERS: list[tuple[str, ...]] = [
     # 6: the orchestrator
     ("torch_trt_ref.compiler",),
     # 7: front ends over the compiler, and debugging tools
-    ("torch_trt_ref.dynamo_backend", "torch_trt_ref.debug"),
+    ("torch_trt_ref.dynamo_backend", "torch_trt_ref.debug", "torch_trt_ref.commands"),
     # 8: the public API package (``$``: this module only, not the modules under it)
     ("torch_trt_ref$",),
     # 9: the harness
