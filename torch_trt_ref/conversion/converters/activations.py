@@ -9,8 +9,9 @@ from torch.fx import Node
 
 from .. import helpers
 from .._trt_ops import ACT, EW
+from ..blocks.elementwise import binary, select, tensor
+from ..blocks.nodes import all_of, plain_dtypes
 from ..registry import converter
-from .elementwise import all_of, binary, plain_dtypes, select, tensor
 
 aten = torch.ops.aten
 

@@ -11,15 +11,12 @@ from torch.fx import Node
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW
+from ..blocks.index import scatter_elements
+from ..blocks.linalg import MAT, attention
+from ..blocks.nodes import float_operands, plain_dtypes
+from ..blocks.reduce import where
+from ..blocks.shape import MODE, pad_slice, slice_dim, squeeze_dims
 from ..registry import converter
-from .attention import attention
-from .elementwise import plain_dtypes
-from .matmul import MAT, _float_validator
-from .padding import MODE, pad_slice
-from .reductions import select
-from .scatter import scatter_src
-from .shape_ops import squeeze
-from .slicing import repeat, slice_dim
 
 aten = torch.ops.aten
 
@@ -48,13 +45,13 @@ def matmul_nd(ctx, a, b, transpose_b: bool = False):
 
 
 @converter(aten.matmul.default, aten.dot.default, aten.mv.default,
-           validator=_float_validator, dynamic=True)
+           validator=float_operands, dynamic=True)
 def matmul(ctx, input, other=None, tensor=None, vec=None):
     """matmul(self, other), dot(self, tensor), mv(self, vec): one rule for all three."""
     return matmul_nd(ctx, input, next(x for x in (other, tensor, vec) if x is not None))
 
 
-@converter(aten.linear.default, validator=_float_validator, dynamic=True)
+@converter(aten.linear.default, validator=float_operands, dynamic=True)
 def linear(ctx, input, weight, bias=None):
     """x @ weight^T (+ bias); the weight is read transposed, not copied."""
     out = matmul_nd(ctx, input, weight, transpose_b=True)
@@ -74,14 +71,14 @@ def detach(ctx, input):
 
 @converter(aten.squeeze.dim, dynamic=True)
 def squeeze_dim(ctx, input, dim):
-    return squeeze(ctx, input, [dim])
+    return squeeze_dims(ctx, input, [dim])
 
 
 @converter(aten.tile.default, dynamic=True)
 def tile(ctx, input, dims):
-    """repeat with ``dims`` padded by leading 1s to the input's rank (a longer ``dims``
-    adds leading dims, as repeat does)."""
-    return repeat(ctx, input, [1] * (len(input.shape) - len(dims)) + list(dims))
+    """tile with ``dims`` padded by leading 1s to the input's rank (a longer ``dims``
+    adds leading dims, as tile does)."""
+    return tile(ctx, input, [1] * (len(input.shape) - len(dims)) + list(dims))
 
 
 def _shuffle_ok(node: Node, settings) -> str | None:
@@ -157,7 +154,7 @@ def index_copy(ctx, input, dim, index, source):
     shape = [1] * len(sizes)
     shape[dim] = sizes[dim]
     index = D.reshape(ctx, helpers.itensor(ctx, index, torch.int64), shape)
-    return scatter_src(ctx, x, dim, D.broadcast_to(ctx, index, sizes), src)
+    return scatter_elements(ctx, x, dim, D.broadcast_to(ctx, index, sizes), src)
 
 
 @converter(aten.linalg_cross.default, validator=plain_dtypes, dynamic=True)
@@ -209,7 +206,7 @@ def scaled_dot_product_attention(ctx, query, key, value, attn_mask=None, dropout
         key, value = _repeat_heads(ctx, key, groups), _repeat_heads(ctx, value, groups)
     bias = attn_mask
     if bias is not None and helpers.dtype_of(bias) == torch.bool:
-        bias = select(ctx, helpers.itensor(ctx, bias), 0.0, float("-inf"))
+        bias = where(ctx, helpers.itensor(ctx, bias), 0.0, float("-inf"))
     out, _ = attention(ctx, helpers.itensor(ctx, query), key, value, bias, is_causal, scale)
     return out
 

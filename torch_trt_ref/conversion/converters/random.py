@@ -11,9 +11,9 @@ from ..._trt import to_trt_dtype, trt
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, UN
+from ..blocks.index import MAX_K, filled, topk_layer
+from ..blocks.nodes import strided_only
 from ..registry import converter
-from .creation import _strided_only, filled
-from .sorting import MAX_K, topk_layer
 
 aten = torch.ops.aten
 FILL = trt.FillOperation
@@ -46,7 +46,7 @@ def random_fill(ctx, size, operation, alpha: float, beta: float, dtype: torch.dt
 
 
 def _float_out(node: Node, settings) -> str | None:
-    reason = _strided_only(node, settings)
+    reason = strided_only(node, settings)
     dtype = node.meta["val"].dtype
     if reason is None and dtype not in (torch.float32, torch.float16, torch.bfloat16):
         return f"random {dtype} values are not supported (TensorRT draws fp32/fp16)"
@@ -82,7 +82,7 @@ def _randint_ok(node: Node, settings) -> str | None:
         return f"randint range must hold 1 to 2**24 integers (got [{low}, {high}))"
     if node.meta["val"].dtype not in (torch.int32, torch.int64) + FILL_DTYPES:
         return f"randint to {node.meta['val'].dtype} is not supported"
-    return _strided_only(node, settings)
+    return strided_only(node, settings)
 
 
 def uniform_integers(ctx, size, low: int, high: int, dtype: torch.dtype):
@@ -111,7 +111,7 @@ def _randperm_ok(node: Node, settings) -> str | None:
         return f"randperm supports 1 <= n <= {MAX_K} (TopK's k limit), got {n}"
     if node.meta["val"].dtype not in (torch.int32, torch.int64) + FILL_DTYPES:
         return f"randperm to {node.meta['val'].dtype} is not supported"
-    return _strided_only(node, settings)
+    return strided_only(node, settings)
 
 
 @converter(aten.randperm.default, validator=_randperm_ok)

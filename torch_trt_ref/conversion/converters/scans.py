@@ -9,8 +9,9 @@ from ..._trt import trt
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, UN
+from ..blocks.nodes import floating_point_input
+from ..blocks.reduce import REDUCIBLE, positions, where
 from ..registry import converter
-from .reductions import REDUCIBLE, float_only, positions, select
 
 aten = torch.ops.aten
 
@@ -74,7 +75,7 @@ def _log_add_exp(ctx, a, b):
 
 
 def _float_scan_ok(node, settings):
-    return float_only(node, settings) or _static_scan_axis(node, settings)
+    return floating_point_input(node, settings) or _static_scan_axis(node, settings)
 
 
 @converter(aten.logcumsumexp.default, validator=_float_scan_ok, dynamic=True)
@@ -96,8 +97,8 @@ def _running_extreme(ctx, input, dim, op, largest: bool):
         identity = torch.iinfo(dtype).min if largest else torch.iinfo(dtype).max
     values = scan(ctx, x, dim, op, identity)
     hit = helpers.elementwise(ctx, EW.EQUAL, x, values)
-    where = select(ctx, hit, positions(ctx, x, dim), -1)
-    return values, scan(ctx, where, dim, EW.MAX, -1)
+    at = where(ctx, hit, positions(ctx, x, dim), -1)
+    return values, scan(ctx, at, dim, EW.MAX, -1)
 
 
 def _cum_extreme_ok(node, settings):

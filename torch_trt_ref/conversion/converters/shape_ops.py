@@ -9,6 +9,7 @@ import torch
 
 from .. import dims as D
 from .. import helpers
+from ..blocks.shape import squeeze_dims
 from ..registry import converter
 
 aten = torch.ops.aten
@@ -46,17 +47,8 @@ def expand(ctx, input, size, implicit=False):
 
 
 @converter(aten.squeeze.dims, dynamic=True)
-@D.itensor_input
 def squeeze(ctx, input, dim):
-    rank = len(input.shape)
-    if rank == 0:
-        return input
-    drop = {helpers.normalize_dim(d, rank) for d in dim}
-    drop = {d for d in drop if input.shape[d] == 1}
-    if not drop:
-        return input
-    kept = [d for i, d in enumerate(D.dims_of(ctx, input)) if i not in drop]
-    return D.reshape(ctx, input, kept)
+    return squeeze_dims(ctx, input, dim)
 
 
 @converter(aten.unsqueeze.default, dynamic=True)

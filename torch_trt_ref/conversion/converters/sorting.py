@@ -9,11 +9,11 @@ from ..._trt import trt
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED
+from ..blocks.index import MAX_K, topk_layer
+from ..blocks.reduce import positions, reduce
 from ..registry import converter
-from .reductions import positions, reduce
 
 aten = torch.ops.aten
-MAX_K = 3840
 TOPK_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64)
 
 
@@ -43,22 +43,6 @@ def _check(node, dim, k=None, static: bool = False):
     if isinstance(k, int) and k > MAX_K:
         return f"TopK supports k <= {MAX_K}"
     return None
-
-
-def topk_layer(ctx, x, k: D.Dim, dim: int, largest: bool):
-    """(values, int64 indices) of the k largest/smallest along ``dim``, sorted. TopK
-    needs rank >= 2: a 1-D input is viewed as [1, n]."""
-    if len(x.shape) == 1:
-        values, indices = topk_layer(ctx, D.reshape(ctx, x, [1, -1]), k, 1, largest)
-        return tuple(D.reshape(ctx, t, [-1]) for t in (values, indices))
-    op = trt.TopKOperation.MAX if largest else trt.TopKOperation.MIN
-    if helpers.is_tensor(k):  # a run-time k: made before the layer, layers run in order
-        k_tensor, k = D.reshape(ctx, helpers.cast(ctx, k, torch.int32), []), 1
-    layer = ctx.net.add_topk(x, op, k, 1 << dim, trt.int64)
-    if k == 1 and "k_tensor" in locals():
-        layer.set_input(1, k_tensor)
-    ctx.name_layer(layer, "topk")
-    return layer.get_output(0), layer.get_output(1)
 
 
 @converter(aten.topk.default, dynamic=True,
