@@ -16,8 +16,9 @@ FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def node_args(node: Node) -> dict[str, Any]:
-    """The node's ATen arguments by schema name (``self`` stays ``self``), defaults applied;
-    tensor arguments are fx Nodes."""
+    """The node's ATen arguments by schema name, defaults applied, as converters receive
+    them (ATen's ``self`` is ``input``); tensor arguments are fx Nodes. Validators read
+    their arguments here, never from ``node.args[i]``."""
     _, kwargs = normalize_arguments(node.target, node.args, node.kwargs)
     return kwargs
 
@@ -25,6 +26,11 @@ def node_args(node: Node) -> dict[str, Any]:
 def fake(value: Any) -> Any:
     """The FakeTensor of a Node argument (or the value itself)."""
     return value.meta.get("val") if isinstance(value, Node) else value
+
+
+def fake_input(node: Node) -> Any:
+    """The FakeTensor of the node's first argument (``input``, ``weight``, ``query``...)."""
+    return fake(next(iter(node_args(node).values()), None))
 
 
 def is_static(dims) -> bool:

@@ -12,6 +12,7 @@ from torch.fx import Node
 from .. import dims as D
 from .. import helpers
 from ..blocks.linalg import attention
+from ..blocks.nodes import fake, node_args
 from ..registry import converter
 
 aten = torch.ops.aten
@@ -25,18 +26,11 @@ PRODUCED = {FLASH: (0, 1), EFFICIENT: (0,), CUDNN: (0, 1)}
 FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 
 
-def _arg(node: Node, name: str, default=None):
-    names = [a.name for a in node.target._schema.arguments]
-    index = names.index(name)
-    if index < len(node.args):
-        return node.args[index]
-    return node.kwargs.get(name, default)
-
-
 def _sdpa_ok(node: Node, settings) -> str | None:
-    if _arg(node, "dropout_p", 0.0) != 0.0:
+    args = node_args(node)
+    if args["dropout_p"] != 0.0:
         return "attention dropout is random and stays in PyTorch"
-    if node.args[0].meta["val"].dtype not in FLOATS:
+    if fake(args["query"]).dtype not in FLOATS:
         return "attention takes float inputs only"
     produced = PRODUCED[node.target]
     for user in node.users:

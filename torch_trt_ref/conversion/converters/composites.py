@@ -13,7 +13,7 @@ from .. import helpers
 from .._trt_ops import EW
 from ..blocks.index import scatter_elements
 from ..blocks.linalg import MAT, attention
-from ..blocks.nodes import float_operands, plain_dtypes
+from ..blocks.nodes import fake, fake_input, float_operands, node_args, plain_dtypes
 from ..blocks.reduce import where
 from ..blocks.shape import MODE, pad_slice, slice_dim, squeeze_dims
 from ..registry import converter
@@ -82,7 +82,7 @@ def tile(ctx, input, dims):
 
 
 def _shuffle_ok(node: Node, settings) -> str | None:
-    if node.args[0].meta["val"].dim() < 3:
+    if fake_input(node).dim() < 3:
         return "pixel (un)shuffle needs a tensor of rank >= 3"
     return None
 
@@ -124,7 +124,7 @@ _PAD_MODES = {"reflect": MODE.REFLECT, "replicate": MODE.CLAMP, "circular": MODE
 
 
 def _pad_ok(node: Node, settings) -> str | None:
-    mode = node.args[2] if len(node.args) > 2 else node.kwargs.get("mode", "constant")
+    mode = node_args(node)["mode"]
     if mode != "constant" and mode not in _PAD_MODES:
         return f"pad mode {mode!r} is not supported"
     return None
@@ -179,17 +179,15 @@ def linalg_cross(ctx, input, other, dim=-1):
 
 
 def _sdpa_ok(node: Node, settings) -> str | None:
-    args = dict(zip(("query", "key", "value", "attn_mask", "dropout_p", "is_causal"),
-                    node.args))
-    args.update(node.kwargs)
-    if args.get("dropout_p", 0.0) != 0.0:
+    args = node_args(node)
+    if args["dropout_p"] != 0.0:
         return "attention dropout is random and stays in PyTorch"
-    if args.get("enable_gqa", False):
-        q, k = (node.args[i].meta["val"] for i in (0, 1))
+    if args["enable_gqa"]:
+        q, k = fake(args["query"]), fake(args["key"])
         hq, hk = q.shape[-3], k.shape[-3]
         if not (isinstance(hq, int) and isinstance(hk, int)) or hk == 0 or hq % hk:
             return "grouped-query attention needs static head counts, query's a multiple of key's"
-    if node.args[0].meta["val"].dtype not in (torch.float32, torch.float16, torch.bfloat16):
+    if fake(args["query"]).dtype not in (torch.float32, torch.float16, torch.bfloat16):
         return "attention takes float inputs only"
     return None
 

@@ -9,7 +9,7 @@ from ... import _trt
 from .. import dims as D
 from .. import helpers
 from ..blocks.index import filled
-from ..blocks.nodes import strided_only
+from ..blocks.nodes import node_args, strided_only
 from ..registry import converter
 
 aten = torch.ops.aten
@@ -50,7 +50,7 @@ def scalar_tensor(ctx, s, dtype=None, layout=None, device=None, pin_memory=None)
 
 def _arange_ok(node, settings):
     reason = strided_only(node, settings)
-    step = node.args[2] if len(node.args) > 2 else node.kwargs.get("step", 1)
+    step = node_args(node)["step"]
     if reason is None and isinstance(step, torch.fx.Node):
         return "a symbolic arange step is not supported"
     return reason

@@ -11,7 +11,7 @@ import torch
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED, UN
-from ..blocks.nodes import fake, float_only, node_args
+from ..blocks.nodes import fake, fake_input, float_only, node_args
 from ..blocks.shape import index_vector
 from ..registry import converter
 
@@ -71,7 +71,7 @@ def _pdist_validator(node, settings) -> Optional[str]:
     reason = float_only(node, "pdist")
     if reason:
         return reason
-    n = fake(node.args[0]).shape[0]
+    n = fake_input(node).shape[0]
     if isinstance(n, int) and n < 2:
         return "pdist needs at least 2 rows"
     return _p_reason(node_args(node)["p"])

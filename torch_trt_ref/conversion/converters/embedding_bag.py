@@ -13,6 +13,7 @@ from .. import helpers
 from .._trt_ops import EW, RED, UN
 from ..blocks.index import gather
 from ..blocks.linalg import MAT
+from ..blocks.nodes import fake, node_args
 from ..blocks.reduce import arange, reduce, where
 from ..registry import converter
 
@@ -28,10 +29,11 @@ def _bag_ok(node: Node, settings) -> str | None:
         if user.target is not operator.getitem or user.args[1] != 0:
             return "embedding_bag's offset2bag, bag_size and max_indices outputs are not " \
                    "produced (only the bags)"
-    weight = node.args[0].meta["val"]
+    args = node_args(node)
+    weight = fake(args["weight"])
     if weight.dtype not in FLOATS:
         return f"embedding_bag of {weight.dtype} weights is not supported"
-    if node.args[1].meta["val"].dim() != 1:
+    if fake(args["indices"]).dim() != 1:
         return "embedding_bag takes 1-D indices with offsets"
     return None
 

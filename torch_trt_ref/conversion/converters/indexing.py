@@ -11,7 +11,7 @@ from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED, UN
 from ..blocks.index import broadcast_dims, gather, scatter_reduce_sum, wrap_negative
-from ..blocks.nodes import fake
+from ..blocks.nodes import fake, fake_input, node_args
 from ..blocks.reduce import reduce, where
 from ..registry import converter
 
@@ -38,7 +38,7 @@ def index_select(ctx, input, dim, index):
 
 
 def _gather_ok(node, settings):
-    if node.args[0].meta["val"].dim() == 0:
+    if fake_input(node).dim() == 0:
         return "gather of a 0-d tensor is not supported"
     return None
 
@@ -57,7 +57,7 @@ def gather_elements(ctx, input, dim, index, sparse_grad=False):
 # GatherND over x with the indexed dims moved to the front.
 
 def _index_ok(node, settings):
-    indices = node.args[1]
+    indices = node_args(node)["indices"]
     for index in indices:
         if index is not None and fake(index).dtype not in INDEX_DTYPES:
             return f"{fake(index).dtype} index tensors (masks) have data-dependent shapes"
@@ -122,8 +122,8 @@ def index(ctx, input, indices):
 
 
 def _index_put_ok(node, settings):
-    indices, values = node.args[1], fake(node.args[2])
-    accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
+    args = node_args(node)
+    indices, values, accumulate = args["indices"], fake(args["values"]), args["accumulate"]
     kinds = [fake(i).dtype for i in indices if i is not None]
     if kinds and all(k == torch.bool for k in kinds) and len(kinds) == 1:
         if indices[0] is None or accumulate or values.numel() != 1:

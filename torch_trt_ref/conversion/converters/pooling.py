@@ -12,7 +12,7 @@ from ..._trt import trt
 from .. import helpers
 from .._trt_ops import EW, RED, UN
 from ..args import per_dim, pool_params
-from ..blocks.nodes import extra_outputs_used, fake, float_only, node_args
+from ..blocks.nodes import extra_outputs_used, fake_input, float_only, node_args
 from ..blocks.shape import MODE, add_leading_one, drop_dim, index_vector, pad_slice
 from ..registry import converter
 
@@ -65,7 +65,7 @@ def _common_reason(node, nd: int, what: str) -> Optional[str]:
     reason = float_only(node, what)
     if reason:
         return reason
-    x = fake(node.args[0])
+    x = fake_input(node)
     if x.dim() not in (nd + 1, nd + 2):
         return f"{what} expects a {nd + 1}-d or {nd + 2}-d input"
     return None

@@ -12,7 +12,7 @@ from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, UN
 from ..blocks.index import MAX_K, filled, topk_layer
-from ..blocks.nodes import strided_only
+from ..blocks.nodes import node_args, strided_only
 from ..registry import converter
 
 aten = torch.ops.aten
@@ -74,8 +74,8 @@ def randn(ctx, size, dtype=None, layout=None, device=None, pin_memory=None):
 
 
 def _randint_ok(node: Node, settings) -> str | None:
-    low, high = (node.args[0], node.args[1]) if node.target == aten.randint.low \
-        else (0, node.args[0])
+    args = node_args(node)
+    low, high = args.get("low", 0), args["high"]
     if isinstance(low, Node) or isinstance(high, Node):
         return "symbolic randint bounds are not supported"
     if not 0 < high - low <= MAX_INT_RANGE:
@@ -104,7 +104,7 @@ def randint_low(ctx, low, high, size, dtype=None, layout=None, device=None, pin_
 
 
 def _randperm_ok(node: Node, settings) -> str | None:
-    n = node.args[0]
+    n = node_args(node)["n"]
     if isinstance(n, Node):
         return "a symbolic randperm length is not supported (TopK's k must be known)"
     if not 1 <= n <= MAX_K:
@@ -124,8 +124,8 @@ def randperm(ctx, n, dtype=None, layout=None, device=None, pin_memory=None):
 
 
 def _eval_dropout(node: Node, settings) -> str | None:
-    train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train")
-    p = node.args[1] if len(node.args) > 1 else node.kwargs.get("p")
+    args = node_args(node)
+    train, p = args["train"], args["p"]
     if train is not False and p != 0:
         return "training-mode dropout is random and stays in PyTorch"
     return None

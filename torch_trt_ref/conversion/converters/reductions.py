@@ -9,7 +9,7 @@ import torch
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED, UN
-from ..blocks.nodes import floating_point_input
+from ..blocks.nodes import fake_input, floating_point_input
 from ..blocks.reduce import REDUCIBLE, positions, reduce, reduce_dims, where
 from ..registry import converter
 
@@ -51,7 +51,7 @@ for _target, _op in _REDUCTIONS.items():
 # extreme), which TopK does not promise; so: extreme -> equality mask -> min position.
 
 def _arg_ok(node, settings):
-    dtype = node.args[0].meta["val"].dtype
+    dtype = fake_input(node).dtype
     if dtype not in REDUCIBLE:
         return f"arg-reductions of {dtype} tensors are not supported"
     return None

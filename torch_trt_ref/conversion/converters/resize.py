@@ -12,7 +12,7 @@ from ..._trt import trt
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, UN
-from ..blocks.nodes import fake, float_only, node_args
+from ..blocks.nodes import fake, fake_input, float_only, node_args
 from ..blocks.shape import index_vector
 from ..registry import converter
 
@@ -257,7 +257,7 @@ def _register(target, kind: str, nd: int):
         scales = _scales({"scale_factors": scale_factors, **scales_dhw}, nd)
         spatial = [helpers.dim_size(ctx, input, d) for d in range(rank - nd, rank)]
         if any(_inexact(n, sc) for n, sc in zip(spatial, scales)) and output_size is None:
-            symbolic = fake(ctx.node.args[0]).shape[rank - nd:]
+            symbolic = fake_input(ctx.node).shape[rank - nd:]
             output_size = [_out_size(ctx, n, sc, _bounds(sym))
                            for n, sc, sym in zip(spatial, scales, symbolic)]
         if not align_corners and any(_inexact(n, sc) for n, sc in zip(spatial, scales)):

@@ -9,7 +9,7 @@ from ..._trt import trt
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, UN
-from ..blocks.nodes import floating_point_input
+from ..blocks.nodes import fake, fake_input, floating_point_input, node_args
 from ..blocks.reduce import REDUCIBLE, positions, where
 from ..registry import converter
 
@@ -34,8 +34,8 @@ def cumsum(ctx, input, dim, dtype=None):
 
 
 def _static_scan_axis(node, settings):
-    x = node.args[0].meta["val"]
-    dim = node.args[1] if len(node.args) > 1 else node.kwargs["dim"]
+    args = node_args(node)
+    x, dim = fake(args["input"]), args["dim"]
     if x.dim() and not isinstance(x.shape[dim], int):
         return "the scanned dim must have a static size"
     return None
@@ -102,7 +102,7 @@ def _running_extreme(ctx, input, dim, op, largest: bool):
 
 
 def _cum_extreme_ok(node, settings):
-    if node.args[0].meta["val"].dtype == torch.bool:
+    if fake_input(node).dtype == torch.bool:
         return "bool inputs are not supported"
     return _static_scan_axis(node, settings)
 

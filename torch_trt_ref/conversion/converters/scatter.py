@@ -11,7 +11,7 @@ from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED
 from ..blocks.index import broadcast_dims, one_hot_axis, scatter_elements
-from ..blocks.nodes import fake
+from ..blocks.nodes import fake, node_args
 from ..blocks.reduce import positions, reduce, where
 from ..registry import converter
 
@@ -24,10 +24,11 @@ aten = torch.ops.aten
 # mask[.., j, i, ..] = (index[.., j, ..] == i), contribution[.., i, ..] = reduce_j.
 
 def _scatter_ok(node, settings):
-    x, index = fake(node.args[0]), fake(node.args[2])
+    args = node_args(node)
+    x, index = fake(args["input"]), fake(args["index"])
     if x.dim() == 0:
         return "scatter into a 0-d tensor is not supported"
-    src = node.args[3] if len(node.args) > 3 else node.kwargs.get("src")
+    src = args.get("src")
     if isinstance(src, torch.fx.Node) and tuple(fake(src).shape) != tuple(index.shape):
         return "src must have the shape of index"
     return None
@@ -73,11 +74,12 @@ def _scatter_reduce_ok(node, settings):
     reason = _scatter_ok(node, settings)
     if reason:
         return reason
-    x, index = fake(node.args[0]), fake(node.args[2])
-    dim = node.args[1] % x.dim()
+    args = node_args(node)
+    x, index = fake(args["input"]), fake(args["index"])
+    dim = args["dim"] % x.dim()
     if any(a != b for d, (a, b) in enumerate(zip(x.shape, index.shape)) if d != dim):
         return "index must match self in every dim but dim"
-    reduce_name = node.args[4] if len(node.args) > 4 else node.kwargs.get("reduce", "sum")
+    reduce_name = args.get("reduce", "sum")
     if reduce_name == "mean" and not x.dtype.is_floating_point:
         return "integer scatter mean is not supported"
     return None
@@ -145,13 +147,14 @@ def slice_scatter(ctx, input, src, dim=0, start=None, end=None, step=1):
 
 
 def _index_reduce_ok(node, settings):
-    x, source = fake(node.args[0]), fake(node.args[3])
-    dim = node.args[1] % max(x.dim(), 1)
+    args = node_args(node)
+    x, source = fake(args["input"]), fake(args["source"])
+    dim = args["dim"] % max(x.dim(), 1)
     if x.dim() == 0:
         return "index_reduce into a 0-d tensor is not supported"
     if any(a != b for d, (a, b) in enumerate(zip(x.shape, source.shape)) if d != dim):
         return "source must match self in every dim but dim"
-    if node.args[4] == "mean" and not x.dtype.is_floating_point:
+    if args["reduce"] == "mean" and not x.dtype.is_floating_point:
         return "integer index_reduce mean is not supported"
     return None
 

@@ -9,6 +9,7 @@ import torch
 from ..._trt import trt
 from .. import dims as D
 from .. import helpers
+from ..blocks.nodes import fake, fake_input, node_args
 from ..blocks.shape import INT64_MAX, slice_bound, slice_dim, tile
 from ..registry import converter
 
@@ -96,10 +97,11 @@ def repeat(ctx, input, repeats):
 
 
 def _unfold_ok(node, settings):
-    val = node.args[0].meta.get("val")
+    args = node_args(node)
+    val = fake(args["input"])
     if val.dim() == 0:
         return "unfold of a 0-d tensor is not supported"
-    if not isinstance(val.shape[node.args[1] % val.dim()], int):
+    if not isinstance(val.shape[args["dimension"] % val.dim()], int):
         return "the unfolded dim must be static"
     return None
 
@@ -138,7 +140,7 @@ def unfold(ctx, input, dimension, size, step):
 
 
 def _as_strided_ok(node, settings):
-    val = node.args[0].meta.get("val")
+    val = fake_input(node)
     if any(not isinstance(d, int) for d in val.shape):
         return "as_strided needs static input shapes"
     if not val.is_contiguous() or val.storage_offset() != 0:

@@ -10,6 +10,7 @@ from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED
 from ..blocks.index import MAX_K, topk_layer
+from ..blocks.nodes import fake_input, node_args
 from ..blocks.reduce import positions, reduce
 from ..registry import converter
 
@@ -17,16 +18,10 @@ aten = torch.ops.aten
 TOPK_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64)
 
 
-def _arg(node, index: int, name: str, default=None):
-    if len(node.args) > index:
-        return node.args[index]
-    return node.kwargs.get(name, default)
-
-
 def _check(node, dim, k=None, static: bool = False):
     """Why TopK cannot serve this node (None if it can). ``dim=None`` means the input is
     flattened first; ``k=None`` means the whole dim; ``static`` requires a static size."""
-    x = node.args[0].meta["val"]
+    x = fake_input(node)
     if x.dtype not in TOPK_DTYPES:
         return f"TopK does not take {x.dtype}"
     if dim is None:
@@ -46,14 +41,14 @@ def _check(node, dim, k=None, static: bool = False):
 
 
 @converter(aten.topk.default, dynamic=True,
-           validator=lambda n, s: _check(n, _arg(n, 2, "dim", -1), _arg(n, 1, "k")))
+           validator=lambda n, s: _check(n, node_args(n)["dim"], node_args(n)["k"]))
 def topk(ctx, input, k, dim=-1, largest=True, sorted=True):
     # sorted=False lets torch return any order; the sorted order is one of them.
     return topk_layer(ctx, input, k, helpers.normalize_dim(dim, len(input.shape)), largest)
 
 
 @converter(aten.sort.default, dynamic=True,
-           validator=lambda n, s: _check(n, _arg(n, 1, "dim", -1)))
+           validator=lambda n, s: _check(n, node_args(n)["dim"]))
 def sort(ctx, input, dim=-1, descending=False):
     dim = helpers.normalize_dim(dim, len(input.shape))
     return topk_layer(ctx, input, D.dims_of(ctx, input)[dim], dim, descending)
@@ -74,13 +69,13 @@ def _kth_smallest(ctx, x, k: int, dim: int, keepdim: bool):
 
 
 @converter(aten.kthvalue.default, dynamic=True,
-           validator=lambda n, s: _check(n, _arg(n, 2, "dim", -1), _arg(n, 1, "k")))
+           validator=lambda n, s: _check(n, node_args(n)["dim"], node_args(n)["k"]))
 def kthvalue(ctx, input, k, dim=-1, keepdim=False):
     return _kth_smallest(ctx, input, k, helpers.normalize_dim(dim, len(input.shape)), keepdim)
 
 
 @converter(aten.median.dim, dynamic=True,
-           validator=lambda n, s: _check(n, _arg(n, 1, "dim"), None, True))
+           validator=lambda n, s: _check(n, node_args(n)["dim"], None, True))
 def median_dim(ctx, input, dim, keepdim=False):
     # torch's median is the lower median: the ((n - 1) // 2 + 1)-th smallest.
     dim = helpers.normalize_dim(dim, len(input.shape))
@@ -94,9 +89,10 @@ def median(ctx, input):
 
 
 def _stable_ok(node, settings):
-    if node.args[0].meta["val"].dtype == torch.bool:
+    x = fake_input(node)
+    if x.dtype == torch.bool:
         return "bool inputs are not supported"
-    if node.args[0].meta["val"].dim() == 0:
+    if x.dim() == 0:
         return "sort of a 0-d tensor is not supported"
     return None
 
