@@ -6,8 +6,10 @@ import functools
 import gc
 import logging
 import operator
+import sys
 import warnings
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
@@ -18,6 +20,7 @@ from . import size_cover, torchscript
 from .arguments import (
     as_model,
     check_signature,
+    input_names,
     keyword_inputs,
     positional_inputs,
     train_mode_warning,
@@ -37,12 +40,13 @@ from .conversion.shapes import spec_from_fake
 from .engine_cache import EngineCache
 from .inputs import Input
 from .lowering import lower_program  # noqa: F401  (public here too: tests, docs, the zoo)
-from .partitioning import TENSORRT, TORCH, partition, stitch, support_report
+from .partitioning import TENSORRT, TORCH, PartitionResult, partition, stitch, support_report
 from .partitioning.hierarchical import wrap_backend_segment
 from .partitioning.plan import plan_summary
 from .partitioning.stitch import segment_name
 from .partitioning.upcast import upcast_missing_kernels
 from .report import CompileReport, EngineRecord
+from .runtime.guard import InputDtypeGuard
 from .runtime.module import EngineModule, choose_executor
 from .settings import CompilationSettings, settings_json
 from .weights import WeightTracer, current_tracer, own_weights, recording, storages_of, traced
@@ -53,6 +57,26 @@ log = logging.getLogger(__name__)
 class SegmentCompilationError(RuntimeError):
     """A TensorRT segment could not be converted or built while full compilation was
     required."""
+
+
+@dataclass
+class CompileJob:
+    """One compile's state, passed to the steps after capture instead of long parameter
+    lists: the (captured) model and its example inputs with their specs, the settings and
+    converter registry, the report being filled, the device and executor, and, once the
+    graph is partitioned, the symbol ranges and the engine cache."""
+
+    model: Any
+    inputs: Sequence[Any]
+    kwarg_inputs: dict[str, Any]
+    specs: list[Input]
+    settings: CompilationSettings
+    registry: ConverterRegistry
+    report: CompileReport
+    device: torch.device
+    executor: str
+    ranges: dict[Any, Any] = field(default_factory=dict)
+    cache: EngineCache | None = None
 
 
 def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = (),
@@ -135,6 +159,8 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             covered = None if isinstance(model, ExportedProgram) else traced_ranges(ep, specs)
             if covered:
                 raise size_cover.Uncovered(covered, ep)
+    job = CompileJob(model, inputs, kwarg_inputs, specs, settings, registry, report, device,
+                     executor)
     say(f"captured in {report.phases['capture']:.2f}s")
     current_tracer().add_roots(ep.state_dict)  # refit's inputs (torch_trt_ref.weights)
     with report.phase("lowering"):
@@ -148,11 +174,10 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
         stitched = stitch(gm, result)
     say(str(result))
     if settings.dryrun:
-        return _dry_run(stitched, gm, result, settings, device, report, model, inputs,
-                        kwarg_inputs, specs)
-    ranges = symbol_ranges(gm, specs)
-    cache = (EngineCache(settings.engine_cache_path, settings.engine_cache_size)
-             if settings.cache_engines else None)
+        return _dry_run(job, stitched, gm, result)
+    job.ranges = symbol_ranges(gm, specs)
+    job.cache = (EngineCache(settings.engine_cache_path, settings.engine_cache_size)
+                 if settings.cache_engines else None)
     n_trt = result.count(TENSORRT)
     for i, seg in enumerate(result.segments):
         name = segment_name(i, seg)
@@ -160,16 +185,15 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             setattr(stitched, name, wrap_backend_segment(name, getattr(stitched, name),
                                                          seg.target))
         if seg.target == TORCH:
-            _upcast(name, getattr(stitched, name), settings, device, report)
+            _upcast(job, name, getattr(stitched, name))
         if seg.target != TENSORRT:
             continue
         say(f"converting and building {name} ({len(report.engines) + len(report.fallbacks) + 1}"
             f"/{n_trt}, {seg.compute_size()} ops)")
         submodule = getattr(stitched, name)
-        engine = _compile_segment(name, submodule, ranges, settings, registry, report, executor,
-                                  cache)
+        engine = _compile_segment(job, name, submodule)
         if engine is None:
-            _upcast(name, submodule, settings, device, report)
+            _upcast(job, name, submodule)
             continue
         setattr(stitched, name, EngineModule(engine, executor, name, submodule))
         report.engines.append(EngineRecord(
@@ -180,32 +204,30 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
     stitched.compile_report = report
     stitched.partition_result = result
     _hold_weights(stitched, ep)
-    _guard_input_dtypes(stitched, model, inputs, kwarg_inputs, specs)
+    _guard_input_dtypes(stitched, job)
     return stitched
 
 
-def _dry_run(stitched, gm, result, settings, device, report, model, inputs, kwarg_inputs,
-             specs) -> GraphModule:
+def _dry_run(job: CompileJob, stitched: GraphModule, gm: GraphModule,
+             result: PartitionResult) -> GraphModule:
     """``dryrun=True``: the plan without conversion or build. Every segment stays a
     PyTorch GraphModule (TensorRT segments too, so the module runs and equals eager), and
     ``compile_report`` carries the plan (``partitioning.plan.plan_summary``)."""
+    report = job.report
     report.dryrun = True
-    report.plan = plan_summary(gm, result, settings)
+    report.plan = plan_summary(gm, result, job.settings)
     for i, seg in enumerate(result.segments):
-        _upcast(segment_name(i, seg), getattr(stitched, segment_name(i, seg)), settings,
-                device, report)
+        _upcast(job, segment_name(i, seg), getattr(stitched, segment_name(i, seg)))
     stitched.compile_report = report
     stitched.partition_result = result
-    _guard_input_dtypes(stitched, model, inputs, kwarg_inputs, specs)
+    _guard_input_dtypes(stitched, job)
     return stitched
 
 
-def _guard_input_dtypes(stitched: GraphModule, model, inputs, kwarg_inputs, specs) -> None:
+def _guard_input_dtypes(stitched: GraphModule, job: CompileJob) -> None:
     """Install ``InputDtypeGuard`` on the compiled module: an input of another dtype than
     the example it was compiled for is a TypeError, not a silent cast."""
-    from .arguments import input_names
-    from .runtime.guard import InputDtypeGuard
-
+    model, inputs, kwarg_inputs, specs = job.model, job.inputs, job.kwarg_inputs, job.specs
     positional = [(n, spec.dtype) for n, spec in zip(input_names(model, len(inputs)), specs)]
     keyword = {k: spec.dtype for k, spec in zip(kwarg_inputs, specs[len(inputs):])}
     stitched.register_forward_pre_hook(InputDtypeGuard(positional, keyword), with_kwargs=True)
@@ -234,20 +256,17 @@ def _hold_weights(stitched: GraphModule, ep: ExportedProgram) -> None:
                 [m.engine.snapshot for m in stitched.modules() if isinstance(m, EngineModule)])
 
 
-def _upcast(name: str, segment: GraphModule, settings: CompilationSettings,
-            device: torch.device, report: CompileReport) -> None:
+def _upcast(job: CompileJob, name: str, segment: GraphModule) -> None:
     """In a half-precision compile, a PyTorch segment's nodes whose ops have no fp16/bf16
-    kernel on ``device`` run in float32 (``upcast_missing_kernels``); the report says so."""
-    if settings.precision != "fp32":
-        lines = upcast_missing_kernels(segment, device)
+    kernel on the device run in float32 (``upcast_missing_kernels``); the report says so."""
+    if job.settings.precision != "fp32":
+        lines = upcast_missing_kernels(segment, job.device)
         if lines:
-            report.upcasts[name] = lines
+            job.report.upcasts[name] = lines
 
 
 def _progress(settings: CompilationSettings):
     """A printer for progress lines on stderr when settings.progress is set."""
-    import sys
-
     def say(message: str) -> None:
         if settings.progress:
             print(f"[torch_trt_ref] {message}", file=sys.stderr, flush=True)
@@ -255,10 +274,12 @@ def _progress(settings: CompilationSettings):
     return say
 
 
-def _compile_segment(name, submodule, ranges, settings, registry, report, executor, cache):
+def _compile_segment(job: CompileJob, name: str, submodule: GraphModule):
     """Convert and build one segment; on failure warn and keep it in PyTorch unless full
     compilation was required. The weight tracer learns which layer weights derive from the
     model: refit recomputes them, the engine cache key leaves their values out."""
+    ranges, settings, registry, report = job.ranges, job.settings, job.registry, job.report
+    executor, cache = job.executor, job.cache
     placeholders = [n for n in submodule.graph.nodes if n.op == "placeholder"]
     tracer = current_tracer()
     try:

@@ -23,7 +23,7 @@ from .engine_cache import PlanFile
 
 # programs saved before the stitched module's pickling moved to partitioning/stitch.py
 # name these two here
-from .partitioning.stitch import _NodeRef, _rebuild_partitioned  # noqa: F401, E402
+from .partitioning.stitch import _NodeRef, _rebuild_partitioned  # noqa: F401
 from .runtime.by_size import BySize
 from .runtime.custom_op import EngineHandle, runnable_executor
 from .runtime.module import EngineModule
