@@ -15,7 +15,7 @@ from torch.utils._pytree import tree_leaves
 from ..capture import flat_module
 from ..settings import CompilationSettings
 from .decompositions import NotLocallyLowerable, decompose_locally, decomposition_table
-from .passes import functionalize_inplace
+from .functionalize import functionalize_inplace
 from .pipeline import lower
 
 

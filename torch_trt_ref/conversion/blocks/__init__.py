@@ -10,7 +10,7 @@ never another converter. One name per concept:
 - ``reduce``: ``reduce``, ``reduce_dims``, ``arange``, ``positions``, ``where`` (scalars
   allowed, promoted).
 - ``shape``: rank changes, channel vectors, ``slice_dim``, ``pad_slice``, ``squeeze_dims``,
-  ``tile``, ``index_vector``.
+  ``repeat_tensor``, ``index_vector``.
 - ``index``: ``gather``, ``wrap_negative``, ``broadcast_dims``, ``scatter_elements``,
   ``scatter_reduce_sum``, ``filled``, ``topk_layer``.
 - ``linalg``: ``MAT``, ``attention``.

@@ -1,6 +1,6 @@
 """Shape building blocks: rank changes (``add_leading_one``, ``drop_dim``, ``reshape_like``),
 per-channel vectors, ``slice_dim`` (a strided run of one dim) and its bounds, ``pad_slice``
-(every padding mode as one slice), ``squeeze_dims`` and ``tile``, and ``index_vector``
+(every padding mode as one slice), ``squeeze_dims`` and ``repeat_tensor``, and ``index_vector``
 (0..length-1 for a length that may be a runtime size)."""
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ def squeeze_dims(ctx, input, dim):
 
 
 @D.itensor_input
-def tile(ctx, input, repeats):
+def repeat_tensor(ctx, input, repeats):
     """torch.Tensor.repeat. A WRAP-mode slice reads in[i % size]: tiling without copies of
     the input."""
     x = helpers.expand_rank(ctx, input, len(repeats))

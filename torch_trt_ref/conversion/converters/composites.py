@@ -15,7 +15,7 @@ from ..blocks.index import scatter_elements
 from ..blocks.linalg import MAT, attention
 from ..blocks.nodes import fake, fake_input, float_operands, node_args, plain_dtypes
 from ..blocks.reduce import where
-from ..blocks.shape import MODE, pad_slice, slice_dim, squeeze_dims
+from ..blocks.shape import MODE, pad_slice, repeat_tensor, slice_dim, squeeze_dims
 from ..registry import converter
 
 aten = torch.ops.aten
@@ -78,7 +78,7 @@ def squeeze_dim(ctx, input, dim):
 def tile(ctx, input, dims):
     """tile with ``dims`` padded by leading 1s to the input's rank (a longer ``dims``
     adds leading dims, as tile does)."""
-    return tile(ctx, input, [1] * (len(input.shape) - len(dims)) + list(dims))
+    return repeat_tensor(ctx, input, [1] * (len(input.shape) - len(dims)) + list(dims))
 
 
 def _shuffle_ok(node: Node, settings) -> str | None:

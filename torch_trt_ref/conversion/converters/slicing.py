@@ -10,7 +10,7 @@ from ..._trt import trt
 from .. import dims as D
 from .. import helpers
 from ..blocks.nodes import fake, fake_input, node_args
-from ..blocks.shape import INT64_MAX, slice_bound, slice_dim, tile
+from ..blocks.shape import INT64_MAX, repeat_tensor, slice_bound, slice_dim
 from ..registry import converter
 
 aten = torch.ops.aten
@@ -93,7 +93,7 @@ def flip(ctx, input, dims):
 
 @converter(aten.repeat.default, dynamic=True)
 def repeat(ctx, input, repeats):
-    return tile(ctx, input, repeats)
+    return repeat_tensor(ctx, input, repeats)
 
 
 def _unfold_ok(node, settings):
