@@ -30,8 +30,6 @@ from .capture import (
     as_inputs,
     capture,
     example_args,
-    symbol_ranges,
-    traced_ranges,
 )
 from .conversion import converters  # noqa: F401  (registers the built-in converters)
 from .conversion.interpreter import Interpreter
@@ -40,16 +38,18 @@ from .conversion.shapes import spec_from_fake
 from .engine_cache import EngineCache
 from .inputs import Input
 from .lowering import lower_program  # noqa: F401  (public here too: tests, docs, the zoo)
+from .ownership import own_weights, storages_of
 from .partitioning import TENSORRT, TORCH, PartitionResult, partition, stitch, support_report
 from .partitioning.hierarchical import wrap_backend_segment
 from .partitioning.plan import plan_summary
 from .partitioning.stitch import segment_name
 from .partitioning.upcast import upcast_missing_kernels
+from .ranges import symbol_ranges, traced_ranges
 from .report import CompileReport, EngineRecord
 from .runtime.guard import InputDtypeGuard
 from .runtime.module import EngineModule, choose_executor
 from .settings import CompilationSettings, settings_json
-from .weights import WeightTracer, current_tracer, own_weights, recording, storages_of, traced
+from .weights import WeightTracer, current_tracer, recording, traced
 
 log = logging.getLogger(__name__)
 
