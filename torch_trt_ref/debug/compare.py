@@ -186,12 +186,12 @@ def node_records(gm: GraphModule, compiled: GraphModule, got: dict, eager: dict,
                             str(getattr(val, "dtype", "")).replace("torch.", ""),
                             tuple(int(d) if isinstance(d, int) else -1
                                   for d in getattr(val, "shape", ())))
-        _judge_node(record, got.get(node.name), eager.get(node.name), _reference(node, ref))
+        _judge_node(record, got.get(node.name), eager.get(node.name), reference_value(node, ref))
         records.append(record)
     return records
 
 
-def _reference(node, ref: dict):
+def reference_value(node, ref: dict):
     """The float64 value of ``node``: its own, or (for a cast the precision pass inserted,
     absent from the fp32-lowered graph) the value of the node it casts."""
     while node.name not in ref and node.all_input_nodes:

@@ -9,6 +9,7 @@ import operator
 import torch
 from torch.fx import GraphModule, Node
 
+from .decompositions import NotLocallyLowerable
 from .meta import insert_call
 
 aten = torch.ops.aten
@@ -93,8 +94,6 @@ def functionalize_inplace(gm: GraphModule) -> GraphModule:
     A write through two views (``m[a:b, c:d] = k``) scatters into the first view made again
     from ``m``: ``s1 = slice(m); s2 = slice(s1); f = fill(s2, k); s1b = slice(m);
     t = slice_scatter(s1b, f, 1, c, d); m2 = slice_scatter(m, t, 0, a, b)``."""
-    from .decompositions import NotLocallyLowerable
-
     order = {n: i for i, n in enumerate(gm.graph.nodes)}
     for node in list(gm.graph.nodes):
         reason = _inplace_blocker(node, order)
