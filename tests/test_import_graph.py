@@ -29,9 +29,11 @@ LAYERS: list[tuple[str, ...]] = [
     # 0: plain data and the TensorRT shim
     ("torch_trt_ref._trt", "torch_trt_ref.settings", "torch_trt_ref.inputs",
      "torch_trt_ref.weights", "torch_trt_ref.accuracy", "torch_trt_ref.report",
-     "torch_trt_ref.memory", "torch_trt_ref.ownership"),
+     "torch_trt_ref.memory", "torch_trt_ref.ownership", "torch_trt_ref.errors",
+     "torch_trt_ref.library_ops"),
     # 1: capture, arguments, the engine cache, and the conversion layer's base
-    ("torch_trt_ref.capture", "torch_trt_ref.ranges", "torch_trt_ref.torchscript",
+    ("torch_trt_ref.capture", "torch_trt_ref.capture_errors", "torch_trt_ref.resized_inputs",
+     "torch_trt_ref.ranges", "torch_trt_ref.size_conditions", "torch_trt_ref.torchscript",
      "torch_trt_ref.arguments",
      "torch_trt_ref.engine_cache",
      "torch_trt_ref.conversion.registry", "torch_trt_ref.conversion.args",

@@ -13,9 +13,11 @@ from unittest import mock
 import torch
 import torch.fx.experimental._config as fx_config
 from torch.export import Dim, ExportedProgram
-from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, ShapeEnv
 
+from .capture_errors import data_dependent_message
 from .inputs import Input
+from .resized_inputs import resized_input_error, unwrite_resized_inputs
 
 # meta["custom"] key of a node's module chain: [(path, qualified type name), ...], root
 # first; set by the front ends that lose torch's nn_module_stack (TorchScript, dynamo)
@@ -128,7 +130,15 @@ def capture(model: torch.nn.Module | ExportedProgram, args: Sequence[Any],
     oblivious = any(s.min_shape[d] < 2 for s in specs.values() for d in s.dynamic_dims)
     with eval_mode(model), stack_traces(record_stack_traces):
         try:
-            return export_program(model, ex_args, ex_kwargs, dynamic, oblivious)
+            return unwrite_resized_inputs(
+                export_program(model, ex_args, ex_kwargs, dynamic, oblivious))
+        except GuardOnDataDependentSymNode as err:  # bool(tensor), not tensor, if on values
+            raise ValueError(data_dependent_message(err)) from err
+        except IndexError as err:  # torch.export's guards of an input resized to another rank
+            why = resized_input_error(model, ex_args, ex_kwargs, params)
+            if why is None:
+                raise
+            raise ValueError(why) from err
         except (torch._dynamo.exc.UserError, ValueError) as err:
             forced = _forced_static(err, specs)
             if not forced:

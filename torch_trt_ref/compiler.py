@@ -42,13 +42,17 @@ from .ownership import own_weights, storages_of
 from .partitioning import TENSORRT, TORCH, PartitionResult, partition, stitch, support_report
 from .partitioning.hierarchical import wrap_backend_segment
 from .partitioning.plan import plan_summary
+from .partitioning.random_ops import fixed_draws_warning, is_random
 from .partitioning.stitch import segment_name
 from .partitioning.upcast import upcast_missing_kernels
 from .ranges import symbol_ranges, traced_ranges
 from .report import CompileReport, EngineRecord
 from .runtime.guard import InputDtypeGuard
 from .runtime.module import EngineModule, choose_executor
+from .runtime.size_guard import SizeGuard
 from .settings import CompilationSettings, settings_json
+from .size_conditions import describe as describe_conditions
+from .size_conditions import size_conditions
 from .weights import WeightTracer, current_tracer, recording, traced
 
 log = logging.getLogger(__name__)
@@ -162,6 +166,10 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
     job = CompileJob(model, inputs, kwarg_inputs, specs, settings, registry, report, device,
                      executor)
     say(f"captured in {report.phases['capture']:.2f}s")
+    conditions = [] if isinstance(model, ExportedProgram) else size_conditions(ep, specs)
+    if conditions:  # Note [Conditions over several sizes]
+        warnings.warn(f"the model's graph holds only where {describe_conditions(conditions)}; "
+                      f"the compiled module raises at other declared sizes", stacklevel=4)
     current_tracer().add_roots(ep.state_dict)  # refit's inputs (torch_trt_ref.weights)
     with report.phase("lowering"):
         gm = lower_program(ep, settings)
@@ -179,6 +187,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
     job.cache = (EngineCache(settings.engine_cache_path, settings.engine_cache_size)
                  if settings.cache_engines else None)
     n_trt = result.count(TENSORRT)
+    fixed_draws: list = []  # random nodes in engines (Note [Random ops in an engine])
     for i, seg in enumerate(result.segments):
         name = segment_name(i, seg)
         if seg.target not in (TENSORRT, TORCH):  # another backend of "hierarchical"
@@ -196,11 +205,16 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             _upcast(job, name, submodule)
             continue
         setattr(stitched, name, EngineModule(engine, executor, name, submodule))
+        fixed_draws += [n for n in seg.nodes if is_random(n)]
         report.engines.append(EngineRecord(
             name, engine.layer_count, engine.nbytes, engine.snapshot.weight_bytes(),
             engine.build_seconds, executor, [s.to_json() for s in engine.inputs],
             dict(engine.converters_used), engine.cache_hit, engine.cache_refit,
             engine.plan_current))
+    if fixed_draws:
+        warnings.warn(fixed_draws_warning(fixed_draws), stacklevel=4)
+    if conditions:
+        stitched.register_forward_pre_hook(SizeGuard(conditions), with_kwargs=True)
     stitched.compile_report = report
     stitched.partition_result = result
     _hold_weights(stitched, ep)

@@ -20,10 +20,17 @@ from torch.fx import GraphModule
 
 from ._trt import BACKEND, trt
 from .engine_cache import PlanFile
+from .errors import SerializationError
+from .library_ops import library_ops
 
 # programs saved before the stitched module's pickling moved to partitioning/stitch.py
-# name these two here
-from .partitioning.stitch import _NodeRef, _rebuild_partitioned  # noqa: F401
+# name these here
+from .partitioning.stitch import (  # noqa: F401
+    _NodeRef,
+    _rebuild_partitioned,
+    _rebuild_requiring,
+    _require_ops,
+)
 from .runtime.by_size import BySize
 from .runtime.custom_op import EngineHandle, runnable_executor
 from .runtime.module import EngineModule
@@ -31,11 +38,6 @@ from .runtime.module import EngineModule
 FORMAT = "torch_trt_ref.program"
 FORMAT_VERSION = 1
 MANIFEST, PROGRAM, REPORT = "manifest.json", "program.pt", "report.json"
-
-
-class SerializationError(RuntimeError):
-    """A file ``load`` cannot turn into the program that was saved: the message names the
-    file, what is wrong with it and what would be accepted."""
 
 
 # -- the file ------------------------------------------------------------------------------
@@ -91,6 +93,7 @@ def _manifest(compiled, engines: dict[str, EngineModule], report, members) -> di
                            for name, m in program.named_children()
                            if isinstance(m, GraphModule)],
         "settings": report.settings,
+        "library_ops": library_ops(compiled),  # op -> the module that registers it
         "members": members,
     }
 
@@ -291,8 +294,10 @@ class _Reader:
         try:
             return torch.load(BytesIO(data), weights_only=False,
                               pickle_module=_pickle_module(Unpickler=Unpickler))
-        except SerializationError:
-            raise
+        except SerializationError as err:
+            if str(err).startswith(str(path)):
+                raise
+            raise SerializationError(f"{path}: {err}") from None
         except Exception as err:
             raise SerializationError(
                 f"{path}: {member} could not be unpickled ({type(err).__name__}: {err}); it was "

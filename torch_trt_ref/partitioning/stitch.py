@@ -11,6 +11,8 @@ import torch
 from torch.fx import Graph, GraphModule, Node
 from torch.fx.node import map_aggregate, map_arg
 
+from ..errors import SerializationError
+from ..library_ops import library_ops, require
 from .result import PartitionResult, Segment
 
 
@@ -43,7 +45,29 @@ def reduce_partitioned(module: GraphModule):
              for n in module.graph.nodes]
     state = {k: v for k, v in module.__dict__.items()
              if k not in _DERIVED and k != "partition_result"}
+    ops = library_ops(module)
+    if ops:  # unpickled first: imports what registers them (Note [Library ops in a saved
+        # program] in library_ops.py)
+        return _rebuild_requiring, (_Requires(ops), state, nodes, module.graph._codegen)
     return _rebuild_partitioned, (state, nodes, module.graph._codegen)
+
+
+class _Requires:
+    """Pickles as a call of ``_require_ops``: unpickling it registers the library ops."""
+
+    def __init__(self, ops: dict[str, str | None]):
+        self.ops = ops
+
+    def __reduce__(self):
+        return _require_ops, (self.ops,)
+
+
+def _require_ops(ops: dict[str, str | None]) -> dict[str, str | None]:
+    return require(ops, SerializationError)
+
+
+def _rebuild_requiring(ops, state: dict, nodes: list, codegen) -> GraphModule:
+    return _rebuild_partitioned(state, nodes, codegen)
 
 
 def _ref(node) -> _NodeRef:
