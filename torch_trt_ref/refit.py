@@ -14,9 +14,10 @@ from typing import Mapping
 import torch
 from torch.fx import GraphModule
 
+from .ownership import own_weights, storages_of
 from .runtime.by_size import BySize
 from .runtime.module import EngineModule
-from .weights import WeightProgram, WeightProgramError, own_weights, storages_of
+from .weights import WeightProgram, WeightProgramError
 
 
 class RefitError(ValueError):

@@ -10,6 +10,7 @@ from pathlib import Path
 from torch_trt_ref.settings import PARTITIONERS, PRECISIONS
 
 from . import compare as cmp
+from . import model_commands
 from .matrix import DEFAULT_BUDGET_FRACTION, full_matrix, matrix, quick_matrix
 from .registry import ZOO, select
 
@@ -180,7 +181,10 @@ def anchors_command(args: argparse.Namespace) -> int:
 
 def add_subcommands(subparsers) -> None:
     """Register ``zoo`` with its ``run``, ``report``, ``compare`` and ``list`` commands on an
-    argparse subparsers object; each sets ``func(args) -> exit code``."""
+    argparse subparsers object, and the zoo's model commands ``compile`` and ``debug``
+    (``zoo.model_commands``); each sets ``func(args) -> exit code``."""
+    if "compile" not in subparsers.choices:
+        model_commands.add_subcommands(subparsers)
     zoo = subparsers.add_parser("zoo", help="model-zoo harness: run, report, compare, list, "
                                 "anchors")
     sub = zoo.add_subparsers(dest="zoo_command", required=True, metavar="ZOO_COMMAND",
@@ -281,7 +285,7 @@ def add_subcommands(subparsers) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from torch_trt_ref.cli import run_reporting_errors
+    from torch_trt_ref.commands import run_reporting_errors
 
     parser = argparse.ArgumentParser(prog="python -m zoo")
     add_subcommands(parser.add_subparsers(dest="command", required=True))

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import torch
 
-from ..build import Engine
-from .custom_op import EngineHandle, output_rules
+from .custom_op import EngineHandle
+from .engine import Engine
 from .opaque import HAS_OPAQUE_HANDLES
+from .output_rules import output_rules
 from .trt_executor import tensorrt_unavailable_reason
 
 
