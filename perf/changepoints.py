@@ -116,7 +116,7 @@ def qhat_candidate(x: np.ndarray, start: int, stop: int) -> tuple[int, float, in
              - np.where(ny > 1, nx / (nx + ny) / (ny - 1), 0) * block(tau, kappa, tau, kappa))
     q = np.where(kappa > tau, q, -np.inf)
     i, j = np.unravel_index(np.argmax(q), q.shape)
-    return start + i + 1, float(q[i, j]), start + j + 2
+    return int(start + i + 1), float(q[i, j]), int(start + j + 2)
 
 
 def ttest(left: np.ndarray, right: np.ndarray, ddof: int) -> float:
@@ -139,8 +139,7 @@ def _point(x: np.ndarray, index: int, bounds: list[int], params: Params) -> Chan
     p = 1.0 if short else ttest(left, right, params.ddof)
     if params.bonferroni:
         p = min(1.0, p * (stop - start - 1))
-    return ChangePoint(index, p,
-                       float(np.mean(left)), float(np.mean(right)))
+    return ChangePoint(index, p, float(np.mean(left)), float(np.mean(right)))
 
 
 def e_divisive(x: np.ndarray, pvalue: float, params: Params) -> list[int]:

@@ -30,9 +30,17 @@ def _table(header: list[str], rows: list[tuple[str, list[str]]]) -> str:
 
 
 def _state(step: steps.Step) -> str:
-    if step.annotation is None:
-        return "open" if step.open_regression else "(not a regression)"
-    return f"{step.annotation['action']}: {html.escape(step.annotation['reason'])}"
+    if step.annotation is not None:
+        return f"{step.annotation['action']}: {html.escape(step.annotation['reason'])}"
+    if step.open_regression:
+        return "open"
+    if step.same_commit:
+        return "machine (one commit on both sides)"
+    if step.type in steps.GATED_TYPES:
+        return "improvement"
+    if step.type == "wall":
+        return "wall time (never gated)"
+    return "exact series (perf gate fails on any worsening)"
 
 
 def steps_table(found: list[steps.Step]) -> str:
@@ -104,9 +112,10 @@ def parameters() -> dict:
             "minimum step (ratio) by type": changepoints.MIN_EFFECT,
             "noise model": noise.PARAMS,
             "open regression": f"an upward step of a {'/'.join(steps.GATED_TYPES)} series "
-                               "with no annotation at or after it",
+                               "between two commits, with no annotation at or after it",
             "noise band": f"baseline x exp(+-{plots.BAND} x spread) over the current segment",
-            "geomean": "per run, over the suite's series of a type (canary excluded), of "
+            "geomean": "per run, over the suite's series of a line (compile totals: names "
+                       "ending /total; canary excluded), of "
                        "statistic / the series' current baseline"}
 
 
@@ -152,6 +161,8 @@ def history_command(args: argparse.Namespace) -> int:
                                   args.history)
         print(f"annotated {json.dumps(record)} in {args.history / history.ANNOTATIONS}")
         return 0
+    if not Path(args.history).is_dir():
+        raise ValueError(f"{args.history}: no history directory (perf run --record writes one)")
     runs = history.load_runs(args.history, args.suite)
     if args.sql:
         columns, rows = history.query(args.sql, runs)
@@ -165,8 +176,12 @@ def history_command(args: argparse.Namespace) -> int:
         return 0
     suites = sorted({r.header["suite"] for r in runs})
     print(f"{len(runs)} runs in {args.history} (suites: {', '.join(suites) or 'none'})")
-    for s in steps.open_regressions(runs, history.load_annotations(args.history)):
+    opened = steps.open_regressions(runs, history.load_annotations(args.history))
+    for s in opened:
         print(f"OPEN {s.describe()}")
+    if opened:
+        print("close one with: perf history --annotate SERIES --commit FIRST_AT "
+              "--action accept|ignore|machine --reason TEXT (docs/regressions.md)")
     return 0
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 import json
+import math
 import sqlite3
 import statistics
 from dataclasses import dataclass, field
@@ -89,6 +90,8 @@ def _check_series(s: dict) -> None:
                          f"accepted: {', '.join(SERIES_TYPES)}")
     if not s["samples"]:
         raise ValueError(f"series {s['name']!r} has no samples")
+    if not all(math.isfinite(v) for v in s["samples"]):
+        raise ValueError(f"series {s['name']!r} has a sample that is not a finite number")
 
 
 def write_run(header: dict, series: list[dict], directory: Path = HISTORY_DIR) -> Path:
@@ -157,7 +160,7 @@ def load_annotations(directory: Path = HISTORY_DIR) -> list[dict]:
 
 def annotate(series: str, commit: str, action: str, reason: str,
              directory: Path = HISTORY_DIR, time: str | None = None) -> dict:
-    """Append one annotation: ``series`` (a name or glob, e.g. ``compile_cpu_s/*``) at ``commit``
+    """Append one annotation: ``series`` (a name or glob, e.g. ``compile/*/cpu/*``) at ``commit``
     is accepted (an intended change), ignored (not worth acting on) or a machine change. Each
     closes the change at that commit and starts the series' baseline there."""
     if action not in ACTIONS:

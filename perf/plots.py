@@ -11,12 +11,19 @@ from matplotlib.figure import Figure
 
 from . import history, noise, steps
 
-CATEGORIES = {"cpu": "CPU time", "rss": "peak RSS", "latency": "latency",
-              "accuracy": "accuracy passes", "wall": "wall time (shown, never gated)"}
 CANARY_PREFIX = "canary"  # the machine-speed loop: drawn on its own, kept out of the geomeans
+# The overview's lines: (label, series type, which names). Whole-compile totals apart from the
+# phases and micro-benchmarks, so a phase does not count twice in the compile line.
+CATEGORIES = [
+    ("compile CPU (totals)", "cpu", lambda n: n.endswith("/total")),
+    ("CPU: phases, micro-benchmarks", "cpu", lambda n: not n.endswith("/total")),
+    ("peak RSS", "rss", lambda n: True),
+    ("latency", "latency", lambda n: True),
+    ("accuracy passes", "accuracy", lambda n: True)]  # wall time: in its small multiples
 BAND = 2  # the shaded band is baseline x exp(+-BAND x spread)
 COLORS = {"cpu": "#1f77b4", "rss": "#2ca02c", "latency": "#9467bd", "accuracy": "#8c564b",
           "wall": "#7f7f7f", "canary": "#d62728"}
+LINE_COLORS = ["#1f77b4", "#17becf", "#2ca02c", "#9467bd", "#8c564b"]
 
 
 def png(fig: Figure) -> str:
@@ -33,13 +40,14 @@ def _commit_ticks(ax, runs: list[history.Run], most: int = 12) -> None:
                        family="monospace")
 
 
-def geomean_ratios(runs: list[history.Run], kind: str, baselines: dict[str, float]) -> list:
-    """Per run, the geometric mean over its ``kind`` series of statistic / baseline (None where
-    the run has none of them)."""
+def geomean_ratios(runs: list[history.Run], kind: str, baselines: dict[str, float],
+                   names=lambda n: True) -> list:
+    """Per run, the geometric mean over its ``kind`` series (those ``names`` accepts) of
+    statistic / baseline (None where the run has none of them)."""
     out = []
     for run in runs:
         logs = [math.log(s.statistic() / baselines[n]) for n, s in run.series.items()
-                if s.type == kind and n in baselines and baselines[n] > 0
+                if s.type == kind and names(n) and n in baselines and baselines[n] > 0
                 and s.statistic() > 0 and not n.startswith(CANARY_PREFIX)]
         out.append(math.exp(sum(logs) / len(logs)) if logs else None)
     return out
@@ -50,15 +58,15 @@ def overview(runs: list[history.Run], baselines: dict[str, float], title: str) -
     hollow, the canary (machine speed) dashed."""
     fig = Figure(figsize=(9, 3.2), dpi=90)
     ax = fig.add_subplot()
-    for kind, label in CATEGORIES.items():
-        ys = geomean_ratios(runs, kind, baselines)
+    for (label, kind, names), color in zip(CATEGORIES, LINE_COLORS):
+        ys = geomean_ratios(runs, kind, baselines, names)
         xs = [i for i, y in enumerate(ys) if y is not None]
         if not xs:
             continue
         quiet = [i for i in xs if not runs[i].loaded]
-        ax.plot(quiet, [ys[i] for i in quiet], "-", color=COLORS[kind], lw=1.2, label=label)
-        ax.scatter(xs, [ys[i] for i in xs], s=14, color=COLORS[kind],
-                   facecolors=["none" if runs[i].loaded else COLORS[kind] for i in xs])
+        ax.plot(quiet, [ys[i] for i in quiet], "-", color=color, lw=1.2, label=label)
+        ax.scatter(xs, [ys[i] for i in xs], s=14, color=color,
+                   facecolors=["none" if runs[i].loaded else color for i in xs])
     canary = [(i, r.series[n].statistic() / baselines[n]) for i, r in enumerate(runs)
               for n in r.series if n.startswith(CANARY_PREFIX) and baselines.get(n)
               and not r.loaded]

@@ -1,6 +1,7 @@
 """Steps in run history: the change points of each series over its non-loaded runs, named by
 commit range with before/after medians, and the annotations that close them. An upward step
-of a CPU-time, memory or latency series that no annotation closed is an open regression."""
+of a CPU-time, memory or latency series between two commits that no annotation closed is an
+open regression (a step between two runs of one commit is the machine's, not the code's)."""
 
 from __future__ import annotations
 
@@ -34,15 +35,21 @@ class Step:
         return self.median_after / self.median_before if self.median_before else math.inf
 
     @property
+    def same_commit(self) -> bool:
+        """Both sides of the step ran the same commit: the machine moved, not the code."""
+        return self.commit_before == self.commit_after
+
+    @property
     def open_regression(self) -> bool:
-        return self.annotation is None and self.type in GATED_TYPES and self.ratio > 1
+        return (self.annotation is None and self.type in GATED_TYPES and self.ratio > 1
+                and not self.same_commit)
 
     def describe(self) -> str:
         state = (f"{self.annotation['action']}: {self.annotation['reason']}"
                  if self.annotation else "open")
         return (f"{self.series}: {self.median_before:.4g} -> {self.median_after:.4g} {self.unit} "
-                f"(x{self.ratio:.3f}, p={self.pvalue:.1e}) between {self.commit_before[:10]} "
-                f"and {self.commit_after[:10]} [{state}]")
+                f"(x{self.ratio:.3f}, p={self.pvalue:.1e}) after {self.commit_before[:10]}, "
+                f"first at {self.commit_after[:10]} [{state}]")
 
 
 def judged_values(type_: str, values: list[float]) -> list[float]:

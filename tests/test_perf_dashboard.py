@@ -98,6 +98,8 @@ def test_history_command(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines() == ["COUNT(*)", "1"]
     assert command(["--history", str(tmp_path), "--html", str(tmp_path / "p.html")]) == 0
     assert (tmp_path / "p.html").stat().st_size > 10_000
+    with pytest.raises(ValueError, match="no history directory"):
+        command(["--history", str(tmp_path / "missing")])
     with pytest.raises(ValueError, match="--commit, --reason"):
         command(["--history", str(tmp_path), "--annotate", STEP, "--action", "accept"])
     assert command(["--history", str(tmp_path), "--annotate", "compile/*", "--commit",

@@ -22,12 +22,12 @@ def header(i: int, loaded: bool = False, commit: str | None = None) -> dict:
             "dirty": False}
 
 
-def record(directory, levels, sd=0.02, seed=0, loaded=()):
+def record(directory, levels, sd=0.02, seed=0, loaded=(), commits=None):
     """One run per level: SERIES (3 CPU-second samples around the level), an RSS series and a
     layer count."""
     rng = random.Random(seed)
     for i, level in enumerate(levels):
-        history.write_run(header(i, loaded=i in loaded), [
+        history.write_run(header(i, loaded=i in loaded, commit=commits and commits[i]), [
             {"name": SERIES, "unit": "s", "type": "cpu",
              "samples": [level * math.exp(rng.gauss(0, sd)) for _ in range(3)]},
             {"name": "peak_rss_bytes/resnet18", "unit": "bytes", "type": "rss",
@@ -65,6 +65,9 @@ def test_bad_records_are_named(tmp_path):
     with pytest.raises(ValueError, match="accepted: cpu, wall"):
         history.write_run(header(0), [{"name": "x", "unit": "s", "type": "cpus",
                                        "samples": [1.0]}], tmp_path)
+    with pytest.raises(ValueError, match="not a finite number"):
+        history.write_run(header(0), [{"name": "x", "unit": "s", "type": "cpu",
+                                       "samples": [1.0, float("nan")]}], tmp_path)
     (tmp_path / "broken.jsonl").write_text('{"kind": "series"\n')
     with pytest.raises(ValueError, match="broken.jsonl:1"):
         history.load_runs(tmp_path)
@@ -172,3 +175,10 @@ def test_robust_sd_is_unbiased_for_normal_samples(n):
     mean = statistics.fmean(noise.robust_sd([rng.gauss(0, 0.04) for _ in range(n)])
                             for _ in range(4000))
     assert mean == pytest.approx(0.04, rel=0.04)
+
+
+def test_a_step_between_reruns_of_one_commit_is_the_machines(tmp_path):
+    commits = ["a" * 40] * 6 + ["b" * 40] * 6 + ["b" * 40] * 6
+    runs = record(tmp_path, [1.0] * 12 + [1.3] * 6, commits=commits)
+    [step] = steps.series_steps(SERIES, runs, [])
+    assert step.same_commit and step.ratio > 1.2 and not step.open_regression
