@@ -96,6 +96,10 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> 
         for row in chosen:
             out(f"suspect {row.name}: x{row.ratio:.3f} vs history median, {row.z:.1f} "
                 f"spreads ({row.spread.source} spread {row.spread.value:.3f})")
+        moved = sorted((r for r in rows if r.spread and r.verdict != "suspect"),
+                       key=lambda r: -r.z)[:3]
+        out("largest moves not suspect: " + ", ".join(
+            f"{r.name} x{r.ratio:.2f} ({r.z:.1f} spreads)" for r in moved))
         unstable = [r.name for r in rows if r.verdict == "unstable"]
         if unstable:
             out(f"unstable (spread > {noise.UNSTABLE}, shown, not gated): {', '.join(unstable)}")
