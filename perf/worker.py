@@ -115,11 +115,19 @@ class Pool:
 
     def _server(self, kind: str) -> subprocess.Popen:
         if kind not in self._servers:
-            env = {**os.environ, "PYTHONPATH": self._pythonpath()}
+            path = self._pythonpath()
+            env = {**os.environ, "PYTHONPATH": path}
             err = open(self.log, "a") if self.log else subprocess.DEVNULL
-            self._servers[kind] = subprocess.Popen(
-                [sys.executable, "-m", "perf.worker", kind], cwd=ROOT, env=env, text=True,
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+            # ``python -m`` puts its working directory first on sys.path: run in the first
+            # PYTHONPATH entry, so the library imported is the one that entry holds
+            server = subprocess.Popen(
+                [sys.executable, "-m", "perf.worker", kind], cwd=path.split(os.pathsep)[0],
+                env=env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+            self._servers[kind] = server
+            library = Path(self._ask(kind, {"op": "groups"})["library"]).resolve()
+            if not library.is_relative_to(self.tree):
+                raise MeasureError(f"the {kind} measuring server for {self.tree} imported "
+                                   f"the library at {library}")
         return self._servers[kind]
 
     def _ask(self, kind: str, request: dict) -> dict:
