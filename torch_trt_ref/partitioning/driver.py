@@ -13,9 +13,9 @@ from torch.fx import GraphModule, Node
 from ..conversion.registry import CONVERTERS, ConverterRegistry
 from ..settings import CompilationSettings, op_name
 from .atomic import find_atomic_groups
-from .quantized import follow_readers, quantizer_groups
 from .capability import check_node
 from .hierarchical import accepts, backend_priority
+from .quantized import follow_readers, quantizer_groups
 from .resource import resource_partition
 from .result import TENSORRT, TORCH, PartitionResult
 from .rules import (  # noqa: F401  (fill_boundaries, merge_adjacent: re-exported)
