@@ -9,7 +9,7 @@ import torch
 from torch_trt_ref.quantization.ops import dynamic_block_quantize_op as block
 from torch_trt_ref.quantization.ops import quantize_op as q
 
-from ..case import FLOATS, Case, T, W
+from ..case import Case, T, W
 
 F32 = torch.float32
 ONE = (F32,)
