@@ -311,3 +311,23 @@ def test_modelopt_fp8_model_compiles_and_passes():
                    "quantize_op node, and torch.export stops with GuardOnDataDependentSymNode")
 def test_modelopt_int8_model_compiles_and_passes():
     _modelopt_run("INT8_DEFAULT_CFG")
+
+
+def test_weight_quantization_folds_once_and_refit_refolds():
+    """The executor quantizes constant weights once (as TensorRT's builder folds them) and
+    again after a refit: the refit module equals a fresh compile."""
+    from torch_trt_ref.runtime.reference import folding
+
+    qm = quantize(_small(), DATA, progress=False)
+    compiled = torch_trt_ref.compile(qm, [DATA[0]])
+    (engine,) = [m.engine for m in compiled.modules() if isinstance(m, EngineModule)]
+    assert len(folding.foldable(engine.snapshot)) == 3  # the three weight quantizers
+    before = compiled(DATA[1])
+    torch.manual_seed(5)
+    new = quantize(torch.nn.Sequential(*[copy.deepcopy(m) for m in _small()]).apply(
+        lambda m: m.reset_parameters() if hasattr(m, "reset_parameters") else None).eval(),
+        DATA, progress=False)
+    torch_trt_ref.refit(compiled, new)
+    after = compiled(DATA[1])
+    assert not torch.equal(before, after)
+    assert torch.equal(after, torch_trt_ref.compile(new, [DATA[0]])(DATA[1]))

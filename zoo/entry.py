@@ -16,7 +16,7 @@ Args = tuple[tuple[Any, ...], dict[str, Any]]
 # criterion: accuracy is judged against eager float64 (torch_trt_ref.accuracy, docs/zoo.md);
 # a tolerance decides only for a model that cannot run in float64, and is recorded.
 DEFAULT_TOLERANCES = {"fp32": 1e-3, "fp16": 5e-2, "bf16": 2e-1,
-                      "int8": 1e-3, "fp8": 1e-3}  # quantized: vs the eager quantized model
+                      "int8": 1e-3, "fp8": 1e-3, "nvfp4": 1e-3}  # vs the eager quantized model
 
 
 @dataclass(frozen=True)

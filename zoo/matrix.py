@@ -86,7 +86,7 @@ def quantizable(model: str) -> bool:
 
 def full_matrix() -> list[Cell]:
     """Every model x every strategy (with and without resource partitioning) x precision;
-    CNNs and transformers also x int8/fp8."""
+    CNNs and transformers also x int8/fp8/nvfp4."""
     return (matrix(ZOO, PARTITIONERS, PRECISIONS, (False, True))
             + matrix([m for m in ZOO if quantizable(m)], PARTITIONERS, QUANT_PRECISIONS,
                      (False, True)))

@@ -1,7 +1,8 @@
-"""Quantized cells (precision ``int8`` / ``fp8``, DESIGN D13): the model is quantized with
-``torch_trt_ref.quantize`` on seeded random calibration batches shaped like its inputs,
-compiled in fp32 around the Q/DQ nodes, and judged by the float64 rule against the eager
-quantized model; cosine and top-1 agreement with the fp32 model are reported, not judged."""
+"""Quantized cells (precision ``int8`` / ``fp8`` / ``nvfp4``, DESIGN D13): the model is
+quantized with ``torch_trt_ref.quantize`` on seeded random calibration batches shaped like
+its inputs, compiled in fp32 around the Q/DQ nodes, and judged by the float64 rule against
+the eager quantized model; cosine and top-1 agreement with the fp32 model are reported,
+not judged."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from torch_trt_ref.runtime.module import EngineModule
 from . import measure
 from .entry import seeded
 
-QUANT_PRECISIONS = ("int8", "fp8")
+QUANT_PRECISIONS = ("int8", "fp8", "nvfp4")
 CALIBRATION_BATCHES = 4
 
 

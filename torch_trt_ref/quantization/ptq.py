@@ -87,6 +87,8 @@ def _insert(model: nn.Module, precision: str, skip: Iterable[str]) -> list[str]:
         if type(module) not in kinds or any(
                 name == s or name.startswith(s + ".") for s in skip):
             continue
+        if precision == "nvfp4" and module.in_features % NVFP4_BLOCK:
+            continue  # NVFP4 blocks of 16 along the reduction dim
         weight_axis = 0 if precision == "int8" else None  # TensorRT: FP8 is per-tensor only
         module.__class__ = _quantized_class(type(module))
         module.input_quantizer = TensorQuantizer(precision)
@@ -120,7 +122,8 @@ def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str =
              progress: bool = True, inplace: bool = False) -> nn.Module:
     """Quantize ``model`` for ``precision`` ('int8', 'fp8', 'nvfp4'): quantizers on the input
     (per-tensor) and weight (INT8: per-channel along axis 0; FP8: per-tensor; NVFP4: blocks
-    of 16) of every Linear and Conv1d/2d/3d not named in ``skip``. Activation ``amax`` is
+    of 16, Linear layers with in_features % 16 == 0 only) of every Linear and Conv1d/2d/3d
+    not named in ``skip``. Activation ``amax`` is
     calibrated with ``algorithm`` ('max', 'percentile', 'entropy') over ``calibration_data``
     (batches: a tensor, a tuple of positional inputs or a dict of keyword inputs); weight
     ``amax`` is the weight's max. Returns an eval-mode copy (the model itself with
