@@ -1,7 +1,7 @@
-"""Weight quantization folded once, as TensorRT's builder folds it: a QUANTIZE layer whose
-data and scale are CONSTANT layers (``constant -> Q -> DQ -> conv``, a weight quantizer)
-yields a quantized constant, computed on the first run and reused until the weights
-change (refit)."""
+"""Weight quantization folded once, as TensorRT's builder folds it: a QUANTIZE (or NVFP4's
+DYNAMIC_QUANTIZE) layer whose inputs are CONSTANT layers (``constant -> Q -> DQ -> conv``,
+a weight quantizer) yields a quantized constant, computed on the first run and reused until
+the weights change (refit)."""
 
 from __future__ import annotations
 
@@ -16,10 +16,10 @@ _FOLDED: dict[int, tuple[tuple, dict[str, torch.Tensor]]] = {}
 
 
 def foldable(snapshot: NetworkSnapshot) -> list[LayerRecord]:
-    """The QUANTIZE layers whose inputs all come from CONSTANT layers."""
+    """The QUANTIZE / DYNAMIC_QUANTIZE layers whose inputs all come from CONSTANT layers."""
     constant = {o.name for layer in snapshot.layers if layer.kind == "CONSTANT"
                 for o in layer.outputs}
-    return [layer for layer in snapshot.layers if layer.kind == "QUANTIZE"
+    return [layer for layer in snapshot.layers if layer.kind in ("QUANTIZE", "DYNAMIC_QUANTIZE")
             and all(name is None or name in constant for name in layer.inputs)]
 
 
