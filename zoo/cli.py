@@ -10,6 +10,7 @@ from pathlib import Path
 from torch_trt_ref.settings import PARTITIONERS, PRECISIONS
 
 from . import compare as cmp
+from . import model_commands
 from .matrix import DEFAULT_BUDGET_FRACTION, full_matrix, matrix, quick_matrix
 from .quantized import QUANT_PRECISIONS
 from .registry import ZOO, select
@@ -52,8 +53,15 @@ def run_command(args: argparse.Namespace) -> int:
     defaults = QUICK_MEASURE if args.quick else FULL_MEASURE
     measure = {k: defaults[k] if getattr(args, k) is None else getattr(args, k)
                for k in defaults}
-    sweep(cells, out, timeout=args.timeout, isolation=args.isolation, measure=measure,
-          progress=not args.no_progress, on_record=_print_failure)
+    if args.ray or args.ray_address:
+        from .ray_runner import sweep_on_ray
+
+        sweep_on_ray(cells, out, timeout=args.timeout, measure=measure,
+                     progress=not args.no_progress, on_record=_print_failure,
+                     address=args.ray_address, num_cpus=args.ray_cpus)
+    else:
+        sweep(cells, out, timeout=args.timeout, isolation=args.isolation, measure=measure,
+              progress=not args.no_progress, on_record=_print_failure)
     records = read_records(out)
     anchor = None
     if args.partition_anchor or (args.full and not args.no_partition_anchor):
@@ -116,15 +124,19 @@ def _write_reports(records, md_path: Path | None, html_path: Path | None,
 
 
 def report_command(args: argparse.Namespace) -> int:
+    from .gpu_latency import gpu_section, split_records
     from .report import markdown
     from .schema import read_records
 
-    records = read_records(args.records)
+    records, gpu = split_records(read_records(args.records))
     anchor = _read_partition_anchor(args.partition_anchor) if args.partition_anchor else None
-    if not args.markdown and not args.html:
+    if records and not args.markdown and not args.html:
         print(markdown(records, partition_anchor=anchor))
-    _write_reports(records, Path(args.markdown) if args.markdown else None,
-                   Path(args.html) if args.html else None, anchor)
+    if gpu:  # `zoo latency` records: their own table
+        print(gpu_section(gpu))
+    if records:
+        _write_reports(records, Path(args.markdown) if args.markdown else None,
+                       Path(args.html) if args.html else None, anchor)
     return 0
 
 
@@ -170,7 +182,10 @@ def anchors_command(args: argparse.Namespace) -> int:
 
 def add_subcommands(subparsers) -> None:
     """Register ``zoo`` with its ``run``, ``report``, ``compare`` and ``list`` commands on an
-    argparse subparsers object; each sets ``func(args) -> exit code``."""
+    argparse subparsers object, and the zoo's model commands ``compile`` and ``debug``
+    (``zoo.model_commands``); each sets ``func(args) -> exit code``."""
+    if "compile" not in subparsers.choices:
+        model_commands.add_subcommands(subparsers)
     zoo = subparsers.add_parser("zoo", help="model-zoo harness: run, report, compare, list, "
                                 "anchors")
     sub = zoo.add_subparsers(dest="zoo_command", required=True, metavar="ZOO_COMMAND",
@@ -208,6 +223,14 @@ def add_subcommands(subparsers) -> None:
                      help="subprocess: a new interpreter per cell (default; faithful compile "
                      "times); fork: from a preloaded forkserver (faster sweeps, compiles "
                      "~0.5-1 s slower); none: in this process (debugging, RSS not isolated)")
+    run.add_argument("--ray", action="store_true",
+                     help="run every cell as a Ray task (a fresh worker process each) on a "
+                     "local Ray instance started for the sweep (needs the [ray] extra)")
+    run.add_argument("--ray-address", metavar="ADDRESS",
+                     help="join an existing Ray cluster instead: auto, or ray://HOST:10001 "
+                     "(implies --ray)")
+    run.add_argument("--ray-cpus", type=int, metavar="N",
+                     help="CPUs of the local Ray instance (default: all of this machine)")
     run.add_argument("--no-progress", action="store_true",
                      help="no per-cell progress lines on stderr")
     run.add_argument("--no-report", action="store_true", help="skip the .md/.html reports")
@@ -258,9 +281,13 @@ def add_subcommands(subparsers) -> None:
     lst = sub.add_parser("list", help="the zoo's models")
     lst.set_defaults(func=list_command)
 
+    from .gpu_latency import add_parsers  # zoo save / zoo latency (saved programs on a GPU)
+
+    add_parsers(sub)
+
 
 def main(argv: list[str] | None = None) -> int:
-    from torch_trt_ref.cli import run_reporting_errors
+    from torch_trt_ref.commands import run_reporting_errors
 
     parser = argparse.ArgumentParser(prog="python -m zoo")
     add_subcommands(parser.add_subparsers(dest="command", required=True))

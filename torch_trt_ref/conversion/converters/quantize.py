@@ -16,7 +16,7 @@ from ...quantization.ops import FP4_MAX, FP8_MAX, QUANTIZE_OPS, format_of
 from .. import helpers
 from .._trt_ops import EW
 from ..registry import converter
-from ._nn_common import FLOAT_DTYPES, meta, node_args
+from ..blocks.nodes import FLOAT_DTYPES, fake, node_args
 
 quantize_op, block_quantize_op, block_quantize_none = QUANTIZE_OPS
 MAX_VALUE = {"int8": 127.0, "fp8": FP8_MAX}
@@ -40,7 +40,7 @@ def channel_axis(amax: torch.Tensor) -> Optional[int]:
 
 def _quantize_supported(node: Node, settings) -> Optional[str]:
     args = node_args(node)
-    x, fmt = meta(args["input"]), format_of(args["num_bits"], args["exponent_bits"])
+    x, fmt = fake(args["input"]), format_of(args["num_bits"], args["exponent_bits"])
     if fmt not in MAX_VALUE:
         return (f"TensorRT quantizes to INT8 (num_bits 8, exponent_bits 0) or FP8 E4M3 (8, 4) "
                 f"only, not ({args['num_bits']}, {args['exponent_bits']})")
@@ -104,7 +104,7 @@ def _block_supported(node: Node, settings) -> Optional[str]:
                format_of(args["scale_num_bits"], args["scale_exponent_bits"]))
     if formats != ("fp4", "fp8"):
         return "TensorRT's dynamic block quantization here is NVFP4 (FP4 data, FP8 scales) only"
-    x = meta(args["input"])
+    x = fake(args["input"])
     if x is None or x.dtype not in FLOAT_DTYPES:
         return f"TensorRT quantizes fp32/fp16/bf16 tensors only (got {getattr(x, 'dtype', x)})"
     if args["block_size"] != 16:
