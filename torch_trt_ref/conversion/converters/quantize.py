@@ -15,8 +15,8 @@ from ..._trt import to_trt_dtype, trt
 from ...quantization.ops import FP4_MAX, FP8_MAX, QUANTIZE_OPS, format_of
 from .. import helpers
 from .._trt_ops import EW
-from ..registry import converter
 from ..blocks.nodes import FLOAT_DTYPES, fake, node_args
+from ..registry import converter
 
 quantize_op, block_quantize_op, block_quantize_none = QUANTIZE_OPS
 MAX_VALUE = {"int8": 127.0, "fp8": FP8_MAX}
