@@ -15,9 +15,9 @@ from torch_trt_ref.quantization import quantize
 from torch_trt_ref.runtime.module import EngineModule
 
 from . import measure
-from .entry import seeded
+from .entry import QUANTIZED, seeded
 
-QUANT_PRECISIONS = ("int8", "fp8", "nvfp4")
+QUANT_PRECISIONS = QUANTIZED
 CALIBRATION_BATCHES = 4
 
 
