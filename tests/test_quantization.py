@@ -293,7 +293,6 @@ print("ok")
 """
 
 def _modelopt_run(config):
-    pytest.importorskip("modelopt")
     from tests.deploy_programs import run_fresh
 
     assert "ok" in run_fresh(_MODELOPT, config).stdout
