@@ -9,6 +9,7 @@ from torch_trt_ref.capture import capture
 from torch_trt_ref.compiler import lower_program
 from torch_trt_ref.lowering.decompositions import decomposition_table, register_decomposition
 from torch_trt_ref.lowering.passes import fold_constants, split_tied_embeddings
+from torch_trt_ref.lowering.pipeline import lower_segment
 from torch_trt_ref.settings import op_name
 
 aten = torch.ops.aten
@@ -196,7 +197,9 @@ def test_ffts_run_in_fp32_under_reduced_precision(precision):
 def test_split_tied_embeddings_splits_unaligned_rows_and_keeps_results(vocab, split):
     """A weight read by an embedding and, transposed, by mm is split into 8 aligned rows
     plus a tail when its 13 rows are not a multiple of 8 (16 rows stay whole); every id,
-    head or tail, gives eager's logits."""
+    head or tail, gives eager's logits. The split is a segment pass: the lowered graph the
+    partitioner sees keeps the model's one embedding (Note [Engine-only rewrites after
+    partitioning])."""
     emb = torch.nn.Embedding(vocab, 4)
     head = torch.nn.Linear(4, vocab, bias=False)
     head.weight = emb.weight
@@ -204,6 +207,8 @@ def test_split_tied_embeddings_splits_unaligned_rows_and_keeps_results(vocab, sp
     ids = torch.arange(vocab).reshape(1, vocab)
     settings = CompilationSettings()
     gm = lower_program(capture(model, [ids]), settings)
+    assert _ops(gm).count("aten.embedding.default") == 1 and "aten.cat.default" not in _ops(gm)
+    gm = lower_segment(gm, settings)
     lookups = [n for n in gm.graph.nodes if n.target == aten.embedding.default]
     rows = sorted(n.args[0].meta["val"].shape[0] for n in lookups)
     assert rows == ([vocab - 8, 8] if split else [vocab])

@@ -39,6 +39,7 @@ from .engine_cache import EngineCache
 from .inputs import Input
 from .lowering import decomposition_table, lower
 from .lowering.decompositions import NotLocallyLowerable
+from .lowering.pipeline import lower_segment
 from .lowering.routes import node_by_node, whole_program
 from .partitioning import TENSORRT, TORCH, partition, stitch, support_report
 from .partitioning.hierarchical import wrap_backend_segment
@@ -303,6 +304,8 @@ def _compile_segment(name, submodule, ranges, settings, registry, report, execut
     placeholders = [n for n in submodule.graph.nodes if n.op == "placeholder"]
     tracer = current_tracer()
     try:
+        with report.phase("lowering"), traced():  # Note [Engine-only rewrites after ...]
+            lower_segment(submodule, settings)
         specs = [spec_from_fake(n.name, n.meta["val"], ranges) for n in placeholders]
         with report.phase("conversion"), traced():
             network = Interpreter(submodule, specs, settings, registry).run()
