@@ -1,6 +1,8 @@
 """Lowering: the decomposition registry with enabled/disabled sets, and passes that keep the
 graph valid and the module's results unchanged."""
 
+import functools
+
 import pytest
 import torch
 
@@ -330,3 +332,18 @@ def test_dropout_asked_for_in_training_mode_is_kept_and_runs_in_pytorch():
     assert "aten.native_dropout.default" in compiled.compile_report.support["unsupported"]
     dropped = float((compiled(x) == 0).float().mean())  # relu(x) + 1 > 0 everywhere
     assert 0.4 < dropped < 0.6  # p = 0.5 over 4096 elements: 0.5 +- 0.008 (1 sigma)
+
+
+def test_default_table_and_composites_equal_torchs_own():
+    """The fast collection (C++ registrations materialized once) gives torch.export's
+    default table and composite set: same ops, and the same function wherever torch's is
+    not a fresh per-call wrapper of a composite."""
+    from torch._export.utils import _collect_all_valid_cia_ops
+
+    from torch_trt_ref.lowering.default_table import all_cia_ops, default_table
+
+    ours, torchs = default_table(), dict(torch.export.default_decompositions())
+    assert ours.keys() == torchs.keys()
+    assert all(ours[op] is torchs[op] for op in torchs if not isinstance(torchs[op],
+                                                                         functools.partial))
+    assert all_cia_ops() == frozenset(_collect_all_valid_cia_ops())

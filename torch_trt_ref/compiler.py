@@ -304,7 +304,7 @@ def _compile_segment(name, submodule, ranges, settings, registry, report, execut
     placeholders = [n for n in submodule.graph.nodes if n.op == "placeholder"]
     tracer = current_tracer()
     try:
-        with report.phase("lowering"), traced():  # Note [Engine-only rewrites after ...]
+        with report.phase("lowering"):  # Note [Engine-only rewrites after partitioning]
             lower_segment(submodule, settings)
         specs = [spec_from_fake(n.name, n.meta["val"], ranges) for n in placeholders]
         with report.phase("conversion"), traced():

@@ -33,6 +33,8 @@ _VALUE_READS = {"__bool__", "item", "tolist", "__float__", "__int__", "__index__
 _WRITES = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
            "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__",
            "__irshift__"}
+# Calls recorded although they return no tensor (every other such call is metadata).
+_RECORDED = _VALUE_READS | {"__iter__", "__setitem__"}
 
 
 class WeightProgramError(RuntimeError):
@@ -242,6 +244,9 @@ class WeightTracer(TorchFunctionMode):
                   and any(self.ref(a) is not None for a in _tensors((args[1:], kwargs)))
                   else None)
         out = func(*args, **kwargs)
+        if not (writes or name in _RECORDED or isinstance(out, torch.Tensor) or (
+                isinstance(out, (tuple, list)) and any(isinstance(o, torch.Tensor) for o in out))):
+            return out  # metadata (shape, dtype, data_ptr, ...): not a function of the values
         if not any(self.ref(a) is not None for a in _tensors((args, kwargs))):
             return out
         record = lambda a: _keep(a, False) if (ref := self.ref(a)) is None else ref  # noqa: E731

@@ -19,7 +19,7 @@ def remove_noop_views(gm: GraphModule, settings: CompilationSettings) -> GraphMo
     ``[1, n]`` input, transformers' ``attn_output.view(b, h, n, d)`` after attention) and
     let ``view(view(x, a), b)`` read ``x`` when ``x`` is contiguous (then any shape of its
     element count is a view of it). A view the graph returns stays, so an output is never
-    an input itself.
+    an input itself; so does every view of symbolic shape (``_value``).
 
     Why it matters for partitions: GPT-2's ``view(ids)`` and its LM head's
     ``view(view(ln_f))`` made a first and a last TensorRT block of 5 nodes where
@@ -48,8 +48,13 @@ def remove_noop_views(gm: GraphModule, settings: CompilationSettings) -> GraphMo
 
 
 def _value(node) -> torch.Tensor | None:
+    """``node``'s value if it is a tensor of static shape: with symbolic sizes, whether two
+    shapes are equal or a tensor contiguous depends on how each route of lowering wrote the
+    expressions (tests/test_lowering_routes.py), so such views stay."""
     value = node.meta.get("val") if isinstance(node, Node) else None
-    return value if isinstance(value, torch.Tensor) else None
+    if not isinstance(value, torch.Tensor) or not all(isinstance(d, int) for d in value.shape):
+        return None
+    return value
 
 
 def _contiguous(node) -> bool:
@@ -58,9 +63,6 @@ def _contiguous(node) -> bool:
 
 
 def _same_shape(a: Node, b: Node) -> bool:
-    """Whether two nodes' values have the same shape and dtype; symbolic sizes count as the
-    same only when they are the same expression (no guard is added)."""
+    """Whether two nodes' values have the same static shape and dtype."""
     va, vb = _value(a), _value(b)
-    if va is None or vb is None or va.dim() != vb.dim() or va.dtype != vb.dtype:
-        return False
-    return all(str(x) == str(y) for x, y in zip(va.shape, vb.shape))
+    return va is not None and vb is not None and (va.shape, va.dtype) == (vb.shape, vb.dtype)
