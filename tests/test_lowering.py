@@ -347,3 +347,25 @@ def test_default_table_and_composites_equal_torchs_own():
     assert all(ours[op] is torchs[op] for op in torchs if not isinstance(torchs[op],
                                                                          functools.partial))
     assert all_cia_ops() == frozenset(_collect_all_valid_cia_ops())
+
+
+class Views(torch.nn.Module):
+    def forward(self, x):
+        a = x.view(2, 3, 4)  # x's own shape: dropped
+        b = a.view(6, 4).view(24)  # a view of a view of contiguous x: reads x
+        c = x.transpose(1, 2).view(2, 4, 3)  # same shape, but returned: stays
+        return b * 2, c
+
+
+def test_remove_noop_views_drops_same_shape_views_and_chains_and_keeps_results():
+    from torch_trt_ref.lowering.views import remove_noop_views
+
+    x = torch.randn(2, 3, 4)
+    settings = CompilationSettings()
+    gm = lower_program(capture(Views(), (x,)), settings)
+    views = [n for n in gm.graph.nodes if n.target == aten.view.default]
+    assert [tuple(n.args[1]) for n in views if n.args[0].op == "placeholder"] == [(24,)]
+    assert len(views) == 2  # x.view(24) and the returned view
+    for got, want in zip(gm(x), Views()(x)):
+        torch.testing.assert_close(got, want)
+    assert len(remove_noop_views(gm, settings).graph.nodes) == len(gm.graph.nodes)

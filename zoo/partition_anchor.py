@@ -1,6 +1,7 @@
-"""The partition anchor table (issue 14): for the models Torch-TensorRT 2.13 was measured on
-and for ops forced to PyTorch, how many TensorRT engines and PyTorch<->TensorRT transitions
-each of our strategies makes, beside Torch-TensorRT's own partitioner on the same model.
+"""The partition anchor table (issues 14, 25): for the models Torch-TensorRT 2.13 was measured
+on, built exactly as it built them, and for ops forced to PyTorch, how many TensorRT engines
+and PyTorch<->TensorRT transitions each of our strategies makes, beside Torch-TensorRT's own
+partitioner on the same model.
 
 Partition only (capture, lowering, capability, strategy; no engine is built), so the
 numbers are machine-independent. ``torch-trt-ref zoo anchors`` prints the table (``--json``
