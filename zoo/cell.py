@@ -18,9 +18,15 @@ from typing import Any
 import torch
 
 import torch_trt_ref
-from torch_trt_ref.settings import ENGINE_MEMORY_MULTIPLIER, PRECISION_DTYPES
+from torch_trt_ref.capture import capture
+from torch_trt_ref.lowering import lower_program
+from torch_trt_ref.settings import (
+    ENGINE_MEMORY_MULTIPLIER,
+    PRECISION_DTYPES,
+    CompilationSettings,
+)
 
-from . import measure
+from . import measure, quantized
 from .matrix import Cell
 from .registry import get
 from .rss import PhaseRSS
@@ -30,12 +36,9 @@ from .schema import SCHEMA_VERSION, environment
 def _warm_up_capture() -> float:
     """Capture and lower a two-op module once per process, so a cell's compile time is the
     model's own and not torch.export's one-time initialization (lazy imports, operator
-    tables; ~0.5 s). Runs at import, i.e. once in the forkserver for forked cells; no
-    TensorRT work happens here, so no builder threads exist before a fork."""
-    from torch_trt_ref.capture import capture
-    from torch_trt_ref.compiler import lower_program
-    from torch_trt_ref.settings import CompilationSettings
-
+    tables; ~0.5 s). Runs once per process (``process_warmup``): in the forkserver for
+    forked cells (zoo/forkserver_init.py); no TensorRT work happens here, so no builder
+    threads exist before a fork."""
     start = time.perf_counter()
     settings = CompilationSettings()
     tiny = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GELU()).eval()
@@ -43,11 +46,15 @@ def _warm_up_capture() -> float:
     return time.perf_counter() - start
 
 
-PROCESS_WARMUP_SECONDS = _warm_up_capture()
+_WARMUP_SECONDS: list[float] = []
 
 
-class CellError(Exception):
-    """Raised inside a stage; the record keeps the stage name and the original error."""
+def process_warmup() -> float:
+    """Seconds the one warm-up of this process took (``_warm_up_capture``, run on the first
+    call)."""
+    if not _WARMUP_SECONDS:
+        _WARMUP_SECONDS.append(_warm_up_capture())
+    return _WARMUP_SECONDS[0]
 
 
 def _error(stage: str, err: BaseException) -> dict[str, Any]:
@@ -61,10 +68,11 @@ def settings_for(cell: Cell, weight_bytes: int, base: dict[str, Any] | None = No
     """Compile keyword settings of a cell (on top of the entry's ``base`` settings).
     Resource partitioning gets a CPU budget whose per-engine share is ``budget_fraction`` of
     the weights in the cell's precision."""
+    precision = "fp32" if cell.precision in quantized.QUANT_PRECISIONS else cell.precision
     kwargs: dict[str, Any] = {**(base or {}), "partitioner": cell.strategy,
-                              "precision": cell.precision}
+                              "precision": precision}
     if cell.resource_partitioning:
-        itemsize = PRECISION_DTYPES[cell.precision].itemsize
+        itemsize = PRECISION_DTYPES[precision].itemsize
         engine_budget = max(1, int(weight_bytes * itemsize / 4 * cell.budget_fraction))
         kwargs.update(enable_resource_partitioning=True,
                       cpu_memory_budget=ENGINE_MEMORY_MULTIPLIER * engine_budget)
@@ -116,6 +124,7 @@ def _accuracy(model, args, kwargs, reference, result, dtype: torch.dtype,
 def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 20.0) -> dict:
     """One record: every metric that could be measured; ``status`` is "ok" or "error"
     with the failing stage, error type and message."""
+    process_warmup()  # once per process, before anything is built or timed
     record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "cell": cell.to_json(),
                               "status": "ok", "error": None, "env": {
                                   **environment(), "runner": "local", "node": platform.node(),
@@ -138,6 +147,11 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
         # the reference call above was the warm-up; eager timing is context, keep it short
         record["eager_latency"] = measure.latency(lambda: model(*args, **kwargs), 0,
                                                   min(runs, 5), max_seconds / 4)
+        fp32_model = model
+        if cell.precision in quantized.QUANT_PRECISIONS:
+            stage = "quantize"
+            model, record["quantization"] = quantized.prepare(model, cell.precision, args,
+                                                              kwargs)
         stage = "compile"
         settings = settings_for(cell, weight_bytes, entry.compile_settings)
         compile_args, compile_kwargs = (entry.dynamic if cell.dynamic and entry.dynamic
@@ -147,7 +161,7 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
         with PhaseRSS() as rss:
             compiled = torch_trt_ref.compile(model, compile_args, compile_kwargs, **settings)
         record["compile_cpu_seconds"] = time.process_time() - cpu_start
-        record["process_warmup_seconds"] = PROCESS_WARMUP_SECONDS
+        record["process_warmup_seconds"] = process_warmup()
         record.update(_compile_metrics(compiled, compiled.compile_report, weight_bytes))
         record["memory"] = {"peak_rss_bytes": rss.above_baseline, "baseline_rss_bytes":
                             rss.baseline, "weight_bytes": weight_bytes,
@@ -160,9 +174,14 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
         with torch.no_grad():
             result = compiled(*args, **kwargs)
         stage = "accuracy"
-        record["accuracy"] = _accuracy(model, args, kwargs, reference, result,
-                                       PRECISION_DTYPES[cell.precision],
-                                       entry.tolerance(cell.precision))
+        if model is not fp32_model:
+            record["quantization"].update(quantized.layer_counts(compiled))
+            record["accuracy"] = quantized.accuracy(model, args, kwargs, reference, result,
+                                                    entry.tolerance(cell.precision))
+        else:
+            record["accuracy"] = _accuracy(model, args, kwargs, reference, result,
+                                           PRECISION_DTYPES[cell.precision],
+                                           entry.tolerance(cell.precision))
         del result
         gc.collect()
         stage = "latency"
@@ -180,6 +199,7 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
 def measure_cell(cell_json: dict, measure: dict) -> dict:
     """The record of one cell measured in this (fresh) process, with the process's CPU
     seconds."""
+    process_warmup()  # as at import before: not part of the cell's seconds
     start = time.perf_counter()
     record = run_cell(Cell.from_json(cell_json), **measure)
     record["cell_seconds"] = time.perf_counter() - start

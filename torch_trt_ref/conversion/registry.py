@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Optional
 
 import torch
 from torch.fx import Node
@@ -138,14 +138,3 @@ def normalize_arguments(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, 
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     return (), dict(bound.arguments)
-
-
-def python_name(name: str) -> str:
-    """Schema argument names that are Python keywords get a trailing underscore."""
-    import keyword
-
-    return name + "_" if keyword.iskeyword(name) else name
-
-
-def iter_nodes_args(node: Node) -> Iterable[Node]:
-    return node.all_input_nodes

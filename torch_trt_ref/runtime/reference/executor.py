@@ -9,6 +9,7 @@ import itertools
 import torch
 
 from ..snapshot import LayerRecord, NetworkSnapshot, TensorInfo
+from .folding import folded
 from .layers.attention_ops import unrunnable_reason
 from .plan import Region, Step, plan
 from .registry import REFERENCE_LAYERS
@@ -47,7 +48,12 @@ def run_snapshot(snapshot: NetworkSnapshot, inputs: dict[str, torch.Tensor],
         _check(LayerRecord("input", "INPUT", [], [info]), info, value)
         values[info.name] = value
     device = next(iter(values.values())).device if values else torch.device("cpu")
-    _run_steps(plan(snapshot.layers), values, device)
+    done = folded(snapshot, lambda layers, into: _run_steps(layers, into, device), device)
+    values.update(done)
+    layers = snapshot.layers
+    if done:  # computed once, as TensorRT folds weight quantization (folding.py)
+        layers = [layer for layer in layers if not any(o.name in done for o in layer.outputs)]
+    _run_steps(plan(layers), values, device)
     return [values[name] for name in snapshot.outputs]
 
 
@@ -59,15 +65,21 @@ def _run_steps(steps: list[Step], values: dict, device: torch.device) -> None:
             _run_layer(step, values, device)
 
 
-def _call(layer: LayerRecord, values: dict, device: torch.device, **context):
-    """The reference function's result for ``layer``. Inputs not computed are None: a
-    recurrence's next value before the first iteration, the untaken branch's value."""
+def layer_kind(layer: LayerRecord):
+    """The registered ``LayerKind`` of ``layer``; NotImplementedError naming it if none."""
     kind = REFERENCE_LAYERS.get(layer.kind)
     if kind is None:
         why = unrunnable_reason(layer.kind)
         raise NotImplementedError(
             f"the reference executor has no function for TensorRT layer kind {layer.kind} "
             f"(layer {layer.name})" + (f": {why}" if why else ""))
+    return kind
+
+
+def _call(layer: LayerRecord, values: dict, device: torch.device, **context):
+    """The reference function's result for ``layer``. Inputs not computed are None: a
+    recurrence's next value before the first iteration, the untaken branch's value."""
+    kind = layer_kind(layer)
     args = [values.get(name) if name is not None else None for name in layer.inputs]
     attrs = {k: (v.to(device) if isinstance(v, torch.Tensor) else v)
              for k, v in layer.attrs.items()}
