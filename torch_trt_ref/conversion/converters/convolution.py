@@ -61,7 +61,8 @@ def _operand(ctx, value, dtype, shape=None):
     return trt.Weights(), None, tensor
 
 
-@converter(aten.convolution.default, validator=_conv_validator, dynamic=True)
+@converter(aten.convolution.default, validator=_conv_validator, dynamic=True,
+           constants=("weight", "bias"))
 def convolution(ctx, input, weight, bias, stride, padding, dilation, transposed,
                 output_padding, groups):
     dtype = helpers.dtype_of(input)

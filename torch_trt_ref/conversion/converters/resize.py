@@ -301,6 +301,8 @@ def _grid_validator(node, settings) -> Optional[str]:
     if args["interpolation_mode"] not in _GRID_MODES or args["padding_mode"] not in \
             _GRID_PADDING:
         return "unknown grid sample interpolation or padding mode"
+    if args["interpolation_mode"] == 2 and meta(args["input"]).dim() != 4:
+        return "bicubic grid sample takes a 4-D input only (TensorRT's CUBIC, as torch)"
     return None
 
 
