@@ -101,12 +101,19 @@ def _run_op(keys: list[CellKey]) -> list[tuple[str, dict]]:
     return out
 
 
-def run_all(keys: list[CellKey], jobs: int, progress: str | None = None) -> dict[str, dict]:
+def run_all(keys: list[CellKey], jobs: int, progress: str | None = None,
+            ray_address: str | None = None, ray: bool = False) -> dict[str, dict]:
     """Cells of one OpInfo run in one worker (samples are made once per OpInfo); each
-    finished cell is appended to ``progress`` (JSON lines) as it comes."""
+    finished cell is appended to ``progress`` (JSON lines) as it comes. With ``ray`` (or a
+    ``ray_address``) the OpInfos are Ray tasks instead of a local process pool."""
     groups: dict[tuple, list[CellKey]] = defaultdict(list)
     for k in keys:
         groups[(k.op, k.variant)].append(k)
+    if ray or ray_address:
+        from .opinfo_ray import run_groups_on_ray
+
+        return dict(sorted(run_groups_on_ray(list(groups.values()), _run_op, progress,
+                                             ray_address).items()))
     cells, done, start = {}, 0, time.time()
     with multiprocessing.get_context("spawn").Pool(jobs, maxtasksperchild=200) as pool:
         for results in pool.imap_unordered(_run_op, list(groups.values())):
@@ -141,6 +148,11 @@ def main(argv=None) -> int:
                         help="keep the cells already in <json>.partial (an interrupted run)")
     parser.add_argument("--ints", action="store_true", help="also int32 and int64 cells")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--ray", action="store_true",
+                        help="run the OpInfos as Ray tasks on a local Ray instance (the [ray] "
+                        "extra)")
+    parser.add_argument("--ray-address", metavar="ADDRESS",
+                        help="join an existing Ray cluster instead (auto, ray://HOST:10001)")
     parser.add_argument("--json", default="out/opinfo.json")
     parser.add_argument("--markdown", default="out/opinfo.md")
     parser.add_argument("--write-manifest", action="store_true",
@@ -156,7 +168,8 @@ def main(argv=None) -> int:
     done = _load_partial(progress) if args.resume else {}
     if not args.resume:
         Path(progress).write_text("")
-    cells = {**done, **run_all([k for k in keys if k.id not in done], args.jobs, progress)}
+    cells = {**done, **run_all([k for k in keys if k.id not in done], args.jobs, progress,
+                                    args.ray_address, args.ray)}
     cells = dict(sorted(cells.items()))
     import torch
 

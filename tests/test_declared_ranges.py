@@ -117,13 +117,28 @@ class ForcesBatchOfFour(torch.nn.Module):
 
 
 def test_a_dim_the_model_forces_static_is_a_clear_error():
-    spec = Input(min_shape=(1, 3), opt_shape=(4, 3), max_shape=(8, 3))
+    spec = Input(min_shape=(2, 3), opt_shape=(4, 3), max_shape=(8, 3))  # eager runs at 4 only
     with pytest.raises(DynamicShapeError) as err:
         torch_trt_ref.compile(ForcesBatchOfFour(), [spec])
     message = str(err.value)
-    assert "input 'x' dim 0" in message and "min=1, opt=4, max=8" in message
+    assert "input 'x' dim 0" in message and "min=2, opt=4, max=8" in message
     assert "test_declared_ranges.py" in message and "x * 2 + self.bias" in message
     assert "size 4" in message
+
+
+def test_a_dim_the_model_forces_static_runs_where_eager_runs_and_says_why():
+    """Declared 1..8, the model runs in eager at 4 and (broadcasting) at 1 only: the compiled
+    module runs at both and raises elsewhere, as eager does; the warning names the line."""
+    model = ForcesBatchOfFour()
+    spec = Input(min_shape=(1, 3), opt_shape=(4, 3), max_shape=(8, 3))
+    with pytest.warns(UserWarning, match="raises in eager at declared sizes") as record:
+        compiled = torch_trt_ref.compile(model, [spec])
+    message = " ".join(str(w.message) for w in record)
+    assert "input 'x' dim 0" in message and "x * 2 + self.bias" in message
+    for batch in (1, 4):
+        check(model, compiled, lambda: [torch.randn(batch, 3)])
+    with pytest.raises(RuntimeError, match="raises in eager"):
+        compiled(torch.randn(2, 3))
 
 
 class BranchesOnBatch(torch.nn.Module):

@@ -14,10 +14,12 @@ import sympy
 import torch
 import torch.fx.experimental._config as fx_config
 from torch.export import Dim, ExportedProgram
-from torch.fx.experimental.symbolic_shapes import ShapeEnv
+from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, ShapeEnv
 from torch.utils._sympy.numbers import int_oo
 
+from .capture_errors import data_dependent_message
 from .inputs import Input
+from .resized_inputs import resized_input_error, unwrite_resized_inputs
 
 
 def as_inputs(values: Sequence[Any]) -> list[Input]:
@@ -126,7 +128,15 @@ def capture(model: torch.nn.Module | ExportedProgram, args: Sequence[Any],
     oblivious = any(s.min_shape[d] < 2 for s in specs.values() for d in s.dynamic_dims)
     with eval_mode(model), stack_traces(record_stack_traces):
         try:
-            return export_program(model, ex_args, ex_kwargs, dynamic, oblivious)
+            return unwrite_resized_inputs(
+                export_program(model, ex_args, ex_kwargs, dynamic, oblivious))
+        except GuardOnDataDependentSymNode as err:  # bool(tensor), not tensor, if on values
+            raise ValueError(data_dependent_message(err)) from err
+        except IndexError as err:  # torch.export's guards of an input resized to another rank
+            why = resized_input_error(model, ex_args, ex_kwargs, params)
+            if why is None:
+                raise
+            raise ValueError(why) from err
         except (torch._dynamo.exc.UserError, ValueError) as err:
             forced = _forced_static(err, specs)
             if not forced:
@@ -237,35 +247,40 @@ def symbol_ranges(gm: torch.fx.GraphModule, specs: Sequence[Input]) -> dict:
     return ranges
 
 
+def dynamic_input_sizes(ep: ExportedProgram, specs: Sequence[Input]):
+    """(input index, input name, spec, dim, traced size) of each declared-dynamic dim of the
+    program's tensor inputs."""
+    nodes = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
+    for i, (name, spec) in enumerate(zip(ep.graph_signature.user_inputs, specs)):
+        val = nodes[name].meta.get("val")
+        if isinstance(val, torch.Tensor):
+            for d in spec.dynamic_dims:
+                yield i, name, spec, d, val.shape[d]
+
+
 def traced_ranges(ep: ExportedProgram, specs: Sequence[Input]) -> dict:
     """(input index, dim) -> (lo, hi) for every declared-dynamic dim whose traced graph holds
     on a narrower range than declared: the model branched on the size (``if x.shape[0] > 1``
     added the guard ``s0 >= 2``; Note [Sizes the trace does not cover] in size_cover.py)."""
-    nodes = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
     narrowed = {}
-    for i, (name, spec) in enumerate(zip(ep.graph_signature.user_inputs, specs)):
-        val = nodes[name].meta.get("val")
-        if not isinstance(val, torch.Tensor):
-            continue
-        for d in spec.dynamic_dims:
-            size = val.shape[d]
-            if not (isinstance(size, torch.SymInt) and size.node.expr in ep.range_constraints):
-                continue  # a symbol export replaced by an expression or a constant
-            sym, vr = size.node.expr, ep.range_constraints[size.node.expr]
-            lo = max(int(vr.lower), spec.min_shape[d])
-            hi = spec.max_shape[d] if vr.upper == int_oo else min(int(vr.upper),
-                                                                   spec.max_shape[d])
-            # range_constraints miss a guard such as Ne(s0, 1) (torchvision ViT's attention
-            # adds it under size-oblivious tracing; lowering's retrace then specializes a
-            # 1..2 range to 2): the ends must satisfy the shape env's guards on the symbol
-            guards = [g.expr for g in size.node.shape_env.guards
-                      if g.expr.free_symbols == {sym}]
-            while lo < hi and not _holds(guards, sym, lo):
-                lo += 1
-            while hi > lo and not _holds(guards, sym, hi):
-                hi -= 1
-            if (lo, hi) != (spec.min_shape[d], spec.max_shape[d]):
-                narrowed[(i, d)] = (lo, hi)
+    for i, _, spec, d, size in dynamic_input_sizes(ep, specs):
+        if not (isinstance(size, torch.SymInt) and size.node.expr in ep.range_constraints):
+            continue  # a symbol export replaced by an expression or a constant
+        sym, vr = size.node.expr, ep.range_constraints[size.node.expr]
+        lo = max(int(vr.lower), spec.min_shape[d])
+        hi = spec.max_shape[d] if vr.upper == int_oo else min(int(vr.upper),
+                                                               spec.max_shape[d])
+        # range_constraints miss a guard such as Ne(s0, 1) (torchvision ViT's attention
+        # adds it under size-oblivious tracing; lowering's retrace then specializes a
+        # 1..2 range to 2): the ends must satisfy the shape env's guards on the symbol
+        guards = [g.expr for g in size.node.shape_env.guards
+                  if g.expr.free_symbols == {sym}]
+        while lo < hi and not _holds(guards, sym, lo):
+            lo += 1
+        while hi > lo and not _holds(guards, sym, hi):
+            hi -= 1
+        if (lo, hi) != (spec.min_shape[d], spec.max_shape[d]):
+            narrowed[(i, d)] = (lo, hi)
     return narrowed
 
 

@@ -42,11 +42,15 @@ from .lowering.decompositions import NotLocallyLowerable
 from .lowering.routes import node_by_node, whole_program
 from .partitioning import TENSORRT, TORCH, partition, stitch, support_report
 from .partitioning.hierarchical import wrap_backend_segment
+from .partitioning.random_ops import fixed_draws_warning, is_random
 from .partitioning.stitch import segment_name
 from .partitioning.upcast import upcast_missing_kernels
 from .report import CompileReport, EngineRecord
 from .runtime.module import EngineModule, choose_executor
+from .runtime.size_guard import SizeGuard
 from .settings import CompilationSettings
+from .size_conditions import describe as describe_conditions
+from .size_conditions import size_conditions
 from .weights import WeightTracer, current_tracer, own_weights, recording, storages_of, traced
 
 log = logging.getLogger(__name__)
@@ -175,6 +179,10 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             if covered:
                 raise size_cover.Uncovered(covered, ep)
     say(f"captured in {report.phases['capture']:.2f}s")
+    conditions = [] if isinstance(model, ExportedProgram) else size_conditions(ep, specs)
+    if conditions:  # Note [Conditions over several sizes]
+        warnings.warn(f"the model's graph holds only where {describe_conditions(conditions)}; "
+                      f"the compiled module raises at other declared sizes", stacklevel=4)
     current_tracer().add_roots(ep.state_dict)  # refit's inputs (torch_trt_ref.weights)
     with report.phase("lowering"):
         gm = lower_program(ep, settings)
@@ -193,6 +201,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
     cache = (EngineCache(settings.engine_cache_path, settings.engine_cache_size)
              if settings.cache_engines else None)
     n_trt = result.count(TENSORRT)
+    fixed_draws: list = []  # random nodes in engines (Note [Random ops in an engine])
     for i, seg in enumerate(result.segments):
         name = segment_name(i, seg)
         if seg.target not in (TENSORRT, TORCH):  # another backend of "hierarchical"
@@ -211,11 +220,16 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             _upcast(name, submodule, settings, device, report)
             continue
         setattr(stitched, name, EngineModule(engine, executor, name, submodule))
+        fixed_draws += [n for n in seg.nodes if is_random(n)]
         report.engines.append(EngineRecord(
             name, engine.layer_count, engine.nbytes, engine.snapshot.weight_bytes(),
             engine.build_seconds, executor, [s.to_json() for s in engine.inputs],
             dict(engine.converters_used), engine.cache_hit, engine.cache_refit,
             engine.plan_current))
+    if fixed_draws:
+        warnings.warn(fixed_draws_warning(fixed_draws), stacklevel=4)
+    if conditions:
+        stitched.register_forward_pre_hook(SizeGuard(conditions), with_kwargs=True)
     stitched.compile_report = report
     stitched.partition_result = result
     _hold_weights(stitched, ep)

@@ -46,6 +46,8 @@ class CompileReport:
     size_branches: list[dict] = field(default_factory=list)
     # declared sizes outside the traced range at which this module was checked against eager
     untraced_sizes: list[dict] = field(default_factory=list)
+    # declared sizes where the model raises in eager, and so the compiled module: {sizes, error}
+    raising_sizes: list[dict] = field(default_factory=list)
     # how a TorchScript model became a graph (empty for nn.Module / ExportedProgram)
     frontend: str = ""
     peak_rss_bytes: int | None = None
@@ -87,7 +89,7 @@ class CompileReport:
                 "support": self.support, "engines": [e.__dict__ for e in self.engines],
                 "fallbacks": self.fallbacks, "upcasts": self.upcasts, "lowering": self.lowering,
                 "frontend": self.frontend, "size_branches": self.size_branches,
-                "untraced_sizes": self.untraced_sizes,
+                "untraced_sizes": self.untraced_sizes, "raising_sizes": self.raising_sizes,
                 "peak_rss_bytes": self.peak_rss_bytes,
                 "counts": self.counts, "dryrun": self.dryrun, "plan": self.plan}
 
@@ -116,6 +118,8 @@ class CompileReport:
         if self.untraced_sizes:
             lines.append(f"outside the traced sizes, checked against eager at "
                          f"{self.untraced_sizes}")
+        for r in self.raising_sizes:
+            lines.append(f"raises as eager does at {r['sizes']}: {r['error']}")
         lines.append("time per phase: " + ", ".join(
             f"{p} {s:.2f}s" for p, s in self.phases.items()))
         if self.peak_rss_bytes is not None:

@@ -23,6 +23,7 @@ from torch.fx.node import map_aggregate, map_arg
 
 from ._trt import BACKEND, trt
 from .engine_cache import PlanFile
+from .library_ops import library_ops, require
 from .runtime.by_size import BySize
 from .runtime.custom_op import EngineHandle, runnable_executor
 from .runtime.module import EngineModule
@@ -56,7 +57,29 @@ def reduce_partitioned(module: GraphModule):
              for n in module.graph.nodes]
     state = {k: v for k, v in module.__dict__.items()
              if k not in _DERIVED and k != "partition_result"}
+    ops = library_ops(module)
+    if ops:  # unpickled first: imports what registers them (Note [Library ops in a saved
+        # program] in library_ops.py)
+        return _rebuild_requiring, (_Requires(ops), state, nodes, module.graph._codegen)
     return _rebuild_partitioned, (state, nodes, module.graph._codegen)
+
+
+class _Requires:
+    """Pickles as a call of ``_require_ops``: unpickling it registers the library ops."""
+
+    def __init__(self, ops: dict[str, str | None]):
+        self.ops = ops
+
+    def __reduce__(self):
+        return _require_ops, (self.ops,)
+
+
+def _require_ops(ops: dict[str, str | None]) -> dict[str, str | None]:
+    return require(ops, SerializationError)
+
+
+def _rebuild_requiring(ops, state: dict, nodes: list, codegen) -> GraphModule:
+    return _rebuild_partitioned(state, nodes, codegen)
 
 
 def _ref(node) -> _NodeRef:
@@ -136,6 +159,7 @@ def _manifest(compiled, engines: dict[str, EngineModule], report, members) -> di
                            for name, m in program.named_children()
                            if isinstance(m, GraphModule)],
         "settings": report.settings,
+        "library_ops": library_ops(compiled),  # op -> the module that registers it
         "members": members,
     }
 
@@ -336,8 +360,10 @@ class _Reader:
         try:
             return torch.load(BytesIO(data), weights_only=False,
                               pickle_module=_pickle_module(Unpickler=Unpickler))
-        except SerializationError:
-            raise
+        except SerializationError as err:
+            if str(err).startswith(str(path)):
+                raise
+            raise SerializationError(f"{path}: {err}") from None
         except Exception as err:
             raise SerializationError(
                 f"{path}: {member} could not be unpickled ({type(err).__name__}: {err}); it was "

@@ -140,6 +140,9 @@ class CompilationSettings:
     # torch.compile backend: the max of a dynamic dim's profile when torch leaves it unbounded
     dynamic_max_size: int = 4096
     dryrun: bool = False  # lower and partition only: the plan, nothing converted or built
+    # keep random ops (rand, randint, bernoulli, dropout in train mode) in PyTorch, so they
+    # draw anew on every call; in an engine a draw is the same every call (docs/converters.md)
+    random_ops_in_torch: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -155,6 +158,9 @@ class CompilationSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+        if not isinstance(self.random_ops_in_torch, bool):
+            raise ValueError(f"random_ops_in_torch must be True or False, got "
+                             f"{self.random_ops_in_torch!r}")
         if not 0 <= self.optimization_level <= 5:
             raise ValueError(f"optimization_level must be in 0..5, got {self.optimization_level}")
         budget = self.cpu_memory_budget

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import warnings
 from typing import Any, Callable, Sequence
 
-from .capture import DynamicShapeError, as_inputs
+import torch
+
+from .capture import DynamicShapeError, as_inputs, eval_mode
 from .inputs import Input
 from .runtime.by_size import Box, BySize
 
@@ -19,21 +22,31 @@ log = logging.getLogger(__name__)
 # the graph to the sizes that take the traced branch: ``if x.shape[0] > 1`` makes the traced
 # range 2..max where the user declared 1..max. Compiled for the declared range, the module
 # would run size 1 down the branch eager does not take: a silent wrong answer. (For 1..2
-# the traced range is the single size 2 and export fails.) Many such branches do not change
-# the result: transformers' sdpa ``is_causal = q_length > 1 and ...`` is the same attention
-# for one query and one key. So for at most ``MAX_UNCOVERED`` untraced sizes per
-# dim (more: a DynamicShapeError), the module compiled for the declared range is checked
-# against eager under the float64 rule at each untraced size on random inputs
-# (``disagreement``); when it agrees it is the result (one module, deployable
-# like any other; ``compile_report.untraced_sizes`` lists what was checked). When it does
-# not, or export found a single size, each untraced size is compiled on its own, traced at
-# that size so it takes its own branch, and the result (``BySize``) runs the
-# module whose sizes hold the input's. A random-input check cannot see a branch whose
-# effect no random input shows; such a model should declare its ranges to match its branches.
+# the traced range is the single size 2 and export fails.) So eager runs the model once at
+# each untraced size (other dims at opt, else min, else max; ``eager_error``): a size where
+# eager raises at all three (a reflection pad wider than the input, a pooling window larger
+# than it, ``view(2, 2, -1)`` of an odd size) is not a size to cover: the compiled module
+# raises there too, as eager does (``BySize.raises``), and a warning names the sizes at
+# compile time. Many branches at the sizes left do not change the result: transformers'
+# sdpa ``is_causal = q_length > 1 and ...`` is the same attention for one query and one
+# key. So for at most ``MAX_CHECKED`` such sizes per dim, the module compiled for the
+# declared range (less the raising sizes at its ends) is checked against eager under the
+# float64 rule at each of them on random inputs (``disagreement``); when it agrees it is the
+# result (one module, deployable like any other; ``compile_report.untraced_sizes`` lists
+# what was checked). When it does not, there are more sizes, or export found a single size,
+# each run of consecutive untraced sizes is compiled on its own, traced inside the run so it
+# takes its own branch (and split again where that trace covers part of the run), and the
+# result (``BySize``) runs the module whose sizes hold the input's. A random-input check
+# cannot see a branch whose effect no random input shows; such a model should declare its
+# ranges to match its branches. A dim whose only size eager runs is the traced one is a
+# DynamicShapeError, as export says (the model fixes that size).
 
-# At most this many declared sizes of one dim may lie outside the traced range; each is
-# compiled on its own. The common case is the one size 1 (a branch on ``size > 1``).
-MAX_UNCOVERED = 2
+# At most this many untraced sizes of one dim are checked against the module compiled for
+# the whole range; more are compiled per run of sizes. Common: the one size 1 (``size > 1``).
+MAX_CHECKED = 8
+# Eager is run at most at this many untraced sizes of one dim to find where it raises; the
+# sizes past them are compiled (a trace at a size eager rejects fails the compile).
+MAX_PROBED = 64
 
 
 class Uncovered(Exception):
@@ -48,42 +61,51 @@ class Uncovered(Exception):
 def compile_covering(compile_traced: Callable, model, inputs: Sequence[Any],
                      kwarg_inputs: dict[str, Any]):
     """``compile_traced(model, inputs, kwarg_inputs, captured=None)``, which raises
-    ``Uncovered`` (or DynamicShapeError with its ``dims``), made to cover every declared size:
-    one module (built from the program already captured) checked against eager at the
-    untraced sizes, else ``BySize``."""
+    ``Uncovered`` (or DynamicShapeError with its ``dims``), made to cover every declared size
+    at which eager runs: one module (built from the program already captured) checked
+    against eager at the untraced sizes, else ``BySize``; both raise where eager raises."""
+    static = None
     try:
         return compile_traced(model, inputs, kwarg_inputs)
     except Uncovered as uncovered:
         covered, program = uncovered.covered, uncovered.program
     except DynamicShapeError as err:  # the trace covers one size of these dims
-        covered = {(i, d): (size, size) for i, d, size in err.dims}
+        covered, program, static = {(i, d): (size, size) for i, d, size in err.dims}, None, err
         if not covered:
             raise
-        try:
-            return _by_size(compile_traced, model, inputs, kwarg_inputs, covered)
-        except Exception as branch_err:  # the model really forces the size: say so
-            raise err from branch_err
-    boxes = split(as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values())), covered)
-    if boxes is not None:  # one module for every size, if it is right at the untraced ones
-        whole = compile_traced(model, inputs, kwarg_inputs, captured=program)
-        why = disagreement(model, whole, inputs, kwarg_inputs, boxes[1:])
+    sizes, raises = untraced(model, inputs, kwarg_inputs, covered)
+    if static is not None and not any(sizes.values()):
+        raise static  # eager runs at no other size: the model really forces the size
+    if raises:
+        fixed = "" if static is None else f" Export says: {static}"
+        warnings.warn(f"the model raises in eager at declared sizes {describe(raises)} "
+                      f"({raises[0][1]}); the compiled module raises there too.{fixed}",
+                      stacklevel=3)
+    if program is not None and all(len(v) <= MAX_CHECKED for v in sizes.values()):
+        # one module for every size eager runs, if it is right at the untraced ones
+        hull = {dim: (min([lo, *sizes[dim]]), max([hi, *sizes[dim]]))
+                for dim, (lo, hi) in covered.items()}
+        whole_inputs = restrict(inputs, kwarg_inputs, hull)
+        whole = compile_traced(model, *whole_inputs, captured=program)
+        checks = [{dim: (v, v)} for dim, values in sizes.items() for v in values]
+        why = disagreement(model, whole, *whole_inputs, checks)
         if why is None:
-            whole.compile_report.untraced_sizes = describe(boxes[1:])
-            return whole
+            whole.compile_report.untraced_sizes = describe(checks)
+            return _raising([({}, whole)], inputs, kwarg_inputs, raises)
         log.info("compiling per size: the graph traced for %s is wrong elsewhere: %s",
                  covered, why)
-    return _by_size(compile_traced, model, inputs, kwarg_inputs, covered)
+    boxes = [dict(covered)] + [{dim: run} for dim, values in sizes.items()
+                               for run in _runs(values)]
+    try:
+        return _by_size(compile_traced, model, inputs, kwarg_inputs, boxes, raises)
+    except Exception as branch_err:
+        if static is None:
+            raise
+        raise static from branch_err  # the model really forces the size: say so
 
 
-def _by_size(compile_traced, model, inputs, kwarg_inputs, covered: Box) -> BySize:
-    specs = as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values()))
-    boxes = split(specs, covered)
-    if boxes is None:
-        dims = ", ".join(f"input {i} dim {d} ({specs[i].min_shape[d]}..{specs[i].max_shape[d]} "
-                         f"declared, {lo}..{hi} traced)" for (i, d), (lo, hi) in covered.items())
-        raise DynamicShapeError(
-            f"the model branches on the size of {dims}: its graph holds only for the traced "
-            "sizes. Declare those ranges, or compile the other sizes separately.")
+def _by_size(compile_traced, model, inputs, kwarg_inputs, boxes: list[Box],
+             raises: list[tuple[Box, str]]):
     branches = []
     for box in boxes:
         box_inputs, box_kwargs = restrict(inputs, kwarg_inputs, box)
@@ -91,26 +113,72 @@ def _by_size(compile_traced, model, inputs, kwarg_inputs, covered: Box) -> BySiz
     report = branches[0][1].compile_report
     report.size_branches = [{"sizes": sizes, "counts": module.compile_report.counts}
                             for sizes, (_, module) in zip(describe(boxes), branches)]
-    return BySize(branches, list(range(len(inputs))) + list(kwarg_inputs))
+    return _raising(branches, inputs, kwarg_inputs, raises)
 
 
-def describe(boxes: list[Box]) -> list[dict]:
+def _raising(branches, inputs, kwarg_inputs, raises: list[tuple[Box, str]]):
+    """The one module of ``branches`` when eager raises nowhere, else a ``BySize`` that
+    raises eager's error at the ``raises`` sizes."""
+    if len(branches) == 1 and not raises:
+        return branches[0][1]
+    report = branches[0][1].compile_report  # (a nested BySize's sizes are kept)
+    report.raising_sizes = report.raising_sizes + [
+        {"sizes": sizes, "error": why} for sizes, (_, why) in zip(describe(raises), raises)]
+    return BySize(branches, list(range(len(inputs))) + list(kwarg_inputs), raises)
+
+
+def describe(boxes: list) -> list[dict]:
+    """Boxes (or (box, anything) pairs) as JSON: {"input i dim d": [lo, hi]}."""
+    boxes = [b[0] if isinstance(b, tuple) else b for b in boxes]
     return [{f"input {i} dim {d}": [lo, hi] for (i, d), (lo, hi) in box.items()}
             for box in boxes]
 
 
-def split(specs: Sequence[Input], covered: Box) -> list[Box] | None:
-    """The boxes to compile, first match wins at run time: ``covered`` (the traced sizes),
-    then one box per uncovered size of each narrowed dim (other dims as declared). None when
-    some dim has more than ``MAX_UNCOVERED`` uncovered sizes."""
-    boxes = [dict(covered)]
+def _runs(values: list[int]) -> list[tuple[int, int]]:
+    """Sorted sizes as runs of consecutive sizes (lo, hi)."""
+    runs: list[list[int]] = []
+    for v in values:
+        if runs and runs[-1][1] == v - 1:
+            runs[-1][1] = v
+        else:
+            runs.append([v, v])
+    return [(lo, hi) for lo, hi in runs]
+
+
+def untraced(model, inputs, kwarg_inputs, covered: Box):
+    """(input, dim) -> the declared sizes outside ``covered`` at which eager runs, and the
+    boxes (runs of sizes) where eager raises, each with eager's error."""
+    specs = as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values()))
+    sizes, raises = {}, []
     for (i, d), (lo, hi) in covered.items():
-        declared = range(specs[i].min_shape[d], specs[i].max_shape[d] + 1)
-        outside = [v for v in declared if not lo <= v <= hi]
-        if len(outside) > MAX_UNCOVERED:
-            return None
-        boxes += [{(i, d): (v, v)} for v in outside]
-    return boxes
+        outside = [v for v in range(specs[i].min_shape[d], specs[i].max_shape[d] + 1)
+                   if not lo <= v <= hi]
+        sizes[(i, d)], failed = [], {}
+        for k, v in enumerate(outside):
+            why = eager_error(model, inputs, kwarg_inputs, {(i, d): (v, v)}) \
+                if k < MAX_PROBED else None
+            if why is None:
+                sizes[(i, d)].append(v)
+            else:
+                failed[v] = why
+        raises += [({(i, d): run}, failed[run[0]]) for run in _runs(sorted(failed))]
+    return sizes, raises
+
+
+def eager_error(model, inputs, kwarg_inputs, box: Box) -> str | None:
+    """None when eager runs ``model`` at ``box``'s sizes with the other dims at opt, min or
+    max (random inputs); else the error it raised with them at opt."""
+    errors = []
+    for at in ("opt_shape", "min_shape", "max_shape"):
+        with torch.random.fork_rng(devices=[]), torch.no_grad(), eval_mode(model):
+            torch.manual_seed(0)
+            try:
+                args, kwargs = _examples(inputs, kwarg_inputs, box, at)
+                model(*args, **kwargs)
+                return None
+            except Exception as err:  # noqa: BLE001  (what eager raises is the answer)
+                errors.append(f"{type(err).__name__}: {err}")
+    return errors[0]
 
 
 def restrict(inputs: Sequence[Any], kwarg_inputs: dict[str, Any],
@@ -168,12 +236,13 @@ def _disagreement(model, model64, compiled, inputs, kwarg_inputs, boxes, seeds) 
     return None
 
 
-def _examples(inputs, kwarg_inputs, box: Box) -> tuple[list, dict]:
-    """Example tensors: each Input at its opt shape with ``box``'s dims set to their size."""
+def _examples(inputs, kwarg_inputs, box: Box, at: str = "opt_shape") -> tuple[list, dict]:
+    """Example tensors: each Input at its opt shape (or ``at``: "min_shape", "max_shape")
+    with ``box``'s dims set to their size."""
     values = list(inputs) + list(kwarg_inputs.values())
     for i, value in enumerate(values):
         if isinstance(value, Input):
-            shape = list(value.opt_shape)
+            shape = list(getattr(value, at))
             for (j, d), (size, _) in box.items():
                 if j == i:
                     shape[d] = size

@@ -8,6 +8,7 @@ import argparse
 import gc
 import json
 import os
+import platform
 import resource
 import sys
 import time
@@ -116,7 +117,9 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
     """One record: every metric that could be measured; ``status`` is "ok" or "error"
     with the failing stage, error type and message."""
     record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "cell": cell.to_json(),
-                              "status": "ok", "error": None, "env": environment()}
+                              "status": "ok", "error": None, "env": {
+                                  **environment(), "runner": "local", "node": platform.node(),
+                                  "pid": os.getpid()}}
     stage = "build_model"
     try:
         entry = get(cell.model)
@@ -174,6 +177,17 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
     return record
 
 
+def measure_cell(cell_json: dict, measure: dict) -> dict:
+    """The record of one cell measured in this (fresh) process, with the process's CPU
+    seconds."""
+    start = time.perf_counter()
+    record = run_cell(Cell.from_json(cell_json), **measure)
+    record["cell_seconds"] = time.perf_counter() - start
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    record["cpu_seconds"] = usage.ru_utime + usage.ru_stime
+    return record
+
+
 def run_to_file(cell_json: dict, out: str, measure: dict, log: str | None = None) -> None:
     """Measure one cell and write its record as JSON to ``out`` (the forked runner's entry;
     stdout/stderr go to ``log`` so warnings do not garble the progress bar)."""
@@ -181,11 +195,7 @@ def run_to_file(cell_json: dict, out: str, measure: dict, log: str | None = None
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
-    start = time.perf_counter()
-    record = run_cell(Cell.from_json(cell_json), **measure)
-    record["cell_seconds"] = time.perf_counter() - start
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    record["cpu_seconds"] = usage.ru_utime + usage.ru_stime
+    record = measure_cell(cell_json, measure)
     with open(out + ".tmp", "w") as f:
         json.dump(record, f, default=str)
     os.replace(out + ".tmp", out)

@@ -51,8 +51,15 @@ def run_command(args: argparse.Namespace) -> int:
     defaults = QUICK_MEASURE if args.quick else FULL_MEASURE
     measure = {k: defaults[k] if getattr(args, k) is None else getattr(args, k)
                for k in defaults}
-    sweep(cells, out, timeout=args.timeout, isolation=args.isolation, measure=measure,
-          progress=not args.no_progress, on_record=_print_failure)
+    if args.ray or args.ray_address:
+        from .ray_runner import sweep_on_ray
+
+        sweep_on_ray(cells, out, timeout=args.timeout, measure=measure,
+                     progress=not args.no_progress, on_record=_print_failure,
+                     address=args.ray_address, num_cpus=args.ray_cpus)
+    else:
+        sweep(cells, out, timeout=args.timeout, isolation=args.isolation, measure=measure,
+              progress=not args.no_progress, on_record=_print_failure)
     records = read_records(out)
     anchor = None
     if args.partition_anchor or (args.full and not args.no_partition_anchor):
@@ -206,6 +213,14 @@ def add_subcommands(subparsers) -> None:
                      help="subprocess: a new interpreter per cell (default; faithful compile "
                      "times); fork: from a preloaded forkserver (faster sweeps, compiles "
                      "~0.5-1 s slower); none: in this process (debugging, RSS not isolated)")
+    run.add_argument("--ray", action="store_true",
+                     help="run every cell as a Ray task (a fresh worker process each) on a "
+                     "local Ray instance started for the sweep (needs the [ray] extra)")
+    run.add_argument("--ray-address", metavar="ADDRESS",
+                     help="join an existing Ray cluster instead: auto, or ray://HOST:10001 "
+                     "(implies --ray)")
+    run.add_argument("--ray-cpus", type=int, metavar="N",
+                     help="CPUs of the local Ray instance (default: all of this machine)")
     run.add_argument("--no-progress", action="store_true",
                      help="no per-cell progress lines on stderr")
     run.add_argument("--no-report", action="store_true", help="skip the .md/.html reports")

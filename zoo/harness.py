@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import platform
 import subprocess
 import sys
 import tempfile
@@ -29,10 +30,17 @@ DEFAULT_TIMEOUT = 900.0
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
-def _failed(cell: Cell, status: str, kind: str, message: str) -> dict[str, Any]:
+def failed_record(cell: Cell, status: str, kind: str, message: str) -> dict[str, Any]:
+    """The record of a cell whose process crashed or timed out (the environment is the
+    driver's, which started it)."""
     return {"schema_version": SCHEMA_VERSION, "cell": cell.to_json(), "status": status,
             "error": {"stage": "subprocess", "type": kind, "message": message[-4000:]},
-            "env": environment()}
+            "env": {**environment(), "runner": "local", "node": platform.node(), "pid": None}}
+
+
+def new_run_id() -> str:
+    """The ``run_id`` shared by the records of one sweep."""
+    return f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
 
 
 def run_in_subprocess(cell: Cell, timeout: float = DEFAULT_TIMEOUT,
@@ -53,10 +61,10 @@ def run_in_subprocess(cell: Cell, timeout: float = DEFAULT_TIMEOUT,
             proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
                                   timeout=timeout)
         except subprocess.TimeoutExpired:
-            return _failed(cell, "timeout", "TimeoutExpired",
+            return failed_record(cell, "timeout", "TimeoutExpired",
                            f"cell did not finish within {timeout:.0f} s")
         if not os.path.exists(out):
-            return _failed(cell, "crashed", f"exit code {proc.returncode}",
+            return failed_record(cell, "crashed", f"exit code {proc.returncode}",
                            proc.stderr or proc.stdout or "no output")
         with open(out) as f:
             return json.load(f)
@@ -90,11 +98,11 @@ def run_forked(cell: Cell, timeout: float = DEFAULT_TIMEOUT,
         if proc.is_alive():
             proc.kill()
             proc.join()
-            return _failed(cell, "timeout", "TimeoutExpired",
+            return failed_record(cell, "timeout", "TimeoutExpired",
                            f"cell did not finish within {timeout:.0f} s")
         if not os.path.exists(out):
             tail = Path(log).read_text()[-4000:] if os.path.exists(log) else ""
-            return _failed(cell, "crashed", f"exit code {proc.exitcode}", tail or "no output")
+            return failed_record(cell, "crashed", f"exit code {proc.exitcode}", tail or "no output")
         with open(out) as f:
             return json.load(f)
 
@@ -118,7 +126,7 @@ def sweep(cells: Sequence[Cell], out: str | os.PathLike, *, timeout: float = DEF
     """Run ``cells`` in order, appending each record to ``out`` as soon as it is measured.
     Records of one sweep share a ``run_id``; a failing cell never stops the sweep."""
     run = RUNNERS[isolation]
-    run_id = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+    run_id = new_run_id()
     Path(out).parent.mkdir(parents=True, exist_ok=True)
     records = []
     bar = _progress(cells, progress)
@@ -144,3 +152,21 @@ def _progress(cells: Sequence[Cell], enabled: bool):
     from tqdm import tqdm
 
     return tqdm(cells, desc="zoo", unit="cell", dynamic_ncols=True, file=sys.stderr)
+
+
+class _NoBar:
+    def update(self, n: int = 1) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def progress_bar(total: int, enabled: bool):
+    """A tqdm bar over ``total`` cells advanced by ``update()`` as results arrive, in any
+    order (a no-op without ``enabled``)."""
+    if not enabled:
+        return _NoBar()
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="zoo", unit="cell", dynamic_ncols=True, file=sys.stderr)

@@ -13,6 +13,7 @@ from torch.fx import GraphModule
 from torch.utils._pytree import tree_leaves
 
 from ..capture import flat_module
+from ..capture_errors import RESIZED_VIEW, resized_view_message
 from ..settings import CompilationSettings
 from .decompositions import NotLocallyLowerable, decompose_locally, decomposition_table
 from .passes import functionalize_inplace
@@ -40,7 +41,12 @@ _MAX_ROUNDS = 4
 def whole_program(ep: ExportedProgram, table: dict) -> GraphModule:
     """``ExportedProgram.run_decompositions``: the whole program traced again through the
     table (slower, always correct), unlifted to a flat module."""
-    return ep.run_decompositions(table).module()
+    try:
+        return ep.run_decompositions(table).module()
+    except RuntimeError as err:
+        if RESIZED_VIEW not in str(err):
+            raise
+        raise ValueError(resized_view_message(err)) from err
 
 
 # Size arithmetic (sym_size, SymInt products) is traced differently by the two routes (the

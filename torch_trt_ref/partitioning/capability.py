@@ -16,6 +16,7 @@ from ..conversion.interpreter import select_converter
 from ..conversion.registry import CONVERTERS, ConverterRegistry
 from ..settings import CompilationSettings, matches_op, op_name
 from .modules import module_fallback_reason
+from .random_ops import random_reason
 
 aten = torch.ops.aten
 
@@ -67,7 +68,7 @@ def check_node(node: Node, settings: CompilationSettings,
         return f"{node.op} nodes are not converted"
     if matches_op(node.target, settings.torch_executed_ops):
         return "forced to PyTorch by torch_executed_ops"
-    reason = module_fallback_reason(node, settings)
+    reason = module_fallback_reason(node, settings) or random_reason(node, settings)
     if reason:
         return reason
     if node.target not in registry:

@@ -12,15 +12,19 @@ Box = dict[tuple[int, int], tuple[int, int]]  # (input index, dim) -> (lo, hi) i
 
 
 class BySize(torch.nn.Module):
-    """``forward`` runs the first module whose box holds the inputs' sizes. ``inputs`` names
-    where input ``i`` comes from: a position (int) or a keyword (str). ``compile_report`` and
-    ``partition_result`` are those of the first module, the one for the traced sizes."""
+    """``forward`` raises eager's error where a box of ``raises`` holds the inputs' sizes
+    (sizes where the model itself raises in eager), else runs the first module whose box
+    holds them (an empty box holds every size). ``inputs`` names where input ``i`` comes
+    from: a position (int) or a keyword (str). ``compile_report`` and ``partition_result``
+    are those of the first module, the one for the traced sizes."""
 
-    def __init__(self, branches: list[tuple[Box, torch.nn.Module]], inputs: list[int | str]):
+    def __init__(self, branches: list[tuple[Box, torch.nn.Module]], inputs: list[int | str],
+                 raises: list[tuple[Box, str]] = ()):
         super().__init__()
         self.boxes = [box for box, _ in branches]
         self.branches = torch.nn.ModuleList(module for _, module in branches)
         self.inputs = list(inputs)
+        self.raises = list(raises)
 
     @property
     def compile_report(self):
@@ -35,9 +39,16 @@ class BySize(torch.nn.Module):
         value = args[where] if isinstance(where, int) and where < len(args) else kwargs[where]
         return value.shape[d]
 
+    def _holds(self, box: Box, args: tuple, kwargs: dict) -> bool:
+        return all(lo <= self._size(args, kwargs, i, d) <= hi for (i, d), (lo, hi) in box.items())
+
     def forward(self, *args: Any, **kwargs: Any) -> Any:
+        for box, why in getattr(self, "raises", ()):  # (modules saved before it had none)
+            if self._holds(box, args, kwargs):
+                raise RuntimeError(f"the model raises in eager at these input sizes "
+                                   f"({box}), so its compiled module does too: {why}")
         for box, module in zip(self.boxes, self.branches):
-            if all(lo <= self._size(args, kwargs, i, d) <= hi for (i, d), (lo, hi) in box.items()):
+            if self._holds(box, args, kwargs):
                 return module(*args, **kwargs)
         sizes = {f"input {i} dim {d}": self._size(args, kwargs, i, d) for i, d in self.boxes[0]}
         raise ValueError(f"input sizes {sizes} are outside the ranges the module was compiled "

@@ -1,0 +1,62 @@
+"""How long a recorded sweep would take on N nodes: the recorded per-cell times scheduled
+longest-first onto N x CPUs slots (a greedy bound within 4/3 of the best schedule), plus a
+per-task overhead (a fresh worker's start). The sweep can never be shorter than its longest
+cell, whatever the cluster.
+
+    python -m zoo.ray_projection out/zoo_quick.jsonl --nodes 1 2 8 64 --cpus-per-node 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import heapq
+from typing import Sequence
+
+from .schema import read_records
+
+# Seconds a Ray task adds before its cell starts: a fresh worker process (max_calls=1), the
+# median of 6 empty tasks on this 2-core machine at load 6.6-8.7 (0.68-1.07 s; docs/ray.md);
+# a plain subprocess starts in 0.02 s. The cell's own imports are in its recorded time.
+TASK_OVERHEAD_SECONDS = 0.9
+
+
+def projected_seconds(cell_seconds: Sequence[float], slots: int,
+                      overhead: float = TASK_OVERHEAD_SECONDS) -> float:
+    """Makespan of longest-processing-time-first scheduling on ``slots`` parallel slots."""
+    finish = [0.0] * max(1, slots)
+    for seconds in sorted(cell_seconds, reverse=True):
+        heapq.heapreplace(finish, finish[0] + seconds + overhead)
+    return max(finish)
+
+
+def table(cell_seconds: Sequence[float], nodes: Sequence[int], cpus_per_node: int,
+          overhead: float = TASK_OVERHEAD_SECONDS) -> list[str]:
+    total, longest = sum(cell_seconds), max(cell_seconds, default=0.0)
+    lines = [f"{len(cell_seconds)} cells, {total:.0f} s of cells in all, the longest "
+             f"{longest:.0f} s (no cluster can finish sooner)", "",
+             "| nodes | slots | projected wall | speed-up vs 1 node |", "|---|---|---|---|"]
+    one = projected_seconds(cell_seconds, cpus_per_node, overhead)
+    for n in nodes:
+        wall = projected_seconds(cell_seconds, n * cpus_per_node, overhead)
+        lines.append(f"| {n} | {n * cpus_per_node} | {wall:.0f} s | {one / wall:.1f}x |")
+    return lines
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("records", nargs="+", help="JSON-lines records of a zoo run")
+    parser.add_argument("--nodes", nargs="+", type=int, default=[1, 2, 8, 64])
+    parser.add_argument("--cpus-per-node", type=int, default=2,
+                        help="cells a node runs at once (one CPU each; default 2)")
+    parser.add_argument("--overhead", type=float, default=TASK_OVERHEAD_SECONDS,
+                        help="seconds a task adds before its cell starts")
+    args = parser.parse_args(argv)
+    seconds = [r.get("wall_seconds") or r.get("cell_seconds") or 0.0
+               for r in read_records(args.records)]
+    print("\n".join(table(seconds, args.nodes, args.cpus_per_node, args.overhead)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
