@@ -17,6 +17,7 @@ from torch_trt_ref.build import build_engine
 from torch_trt_ref.capture import export_program
 from torch_trt_ref.compiler import lower_program
 from torch_trt_ref.conversion.interpreter import Interpreter
+from torch_trt_ref.conversion.shapes import TensorSpec
 from torch_trt_ref.runtime.module import EngineModule
 from torch_trt_ref.settings import CompilationSettings, op_name
 
@@ -45,9 +46,8 @@ def constant_cells(case_list: list[Case], per_op: bool = False
 
 
 def constants_for_inputs(gm: torch.fx.GraphModule, values: list[torch.Tensor]) -> None:
-    """Replace ``gm``'s placeholders, in order, by get_attr nodes of ``values``."""
+    """Replace ``gm``'s first ``len(values)`` placeholders by get_attr nodes of ``values``."""
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    assert len(placeholders) == len(values), (len(placeholders), len(values))
     for i, (node, value) in enumerate(zip(placeholders, values)):
         name = f"_constant_input_{i}"
         gm.register_buffer(name, value)
@@ -60,22 +60,28 @@ def constants_for_inputs(gm: torch.fx.GraphModule, values: list[torch.Tensor]) -
     gm.recompile()
 
 
-def run_constant_cell(case: Case, dtype: torch.dtype, record: dict | None = None) -> None:
-    """Raise when the case, with its tensor arguments as constants, does not convert, build
-    or match eager (the float64 rule, as ``runner.compare``)."""
+def run_constant_cell(case: Case, dtype: torch.dtype, record: dict | None = None,
+                      mixed: bool = False) -> None:
+    """Raise when the case, with its tensor arguments as constants (``mixed``: only the
+    first, the others network inputs), does not convert, build or match eager (the
+    float64 rule, as ``runner.compare``)."""
     module = OneOp(case, dtype)
     tensor_args = [a for _, a in case.tensor_args() if not isinstance(a, W)]
     example = [a.make(dtype, seed=i) for i, a in enumerate(tensor_args)]
     settings = CompilationSettings(min_block_size=1, require_full_compilation=True,
                                    executor="reference", **case.settings)
     gm = lower_program(export_program(module, tuple(example), {}, None), settings)
-    constants_for_inputs(gm, [x.clone() for x in example])
-    network = Interpreter(gm, [], settings).run()
+    kept = example[1:] if mixed else []
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"][len(example) - len(kept):]
+    specs = [TensorSpec(n.name, x.dtype, tuple(x.shape), tuple(x.shape), tuple(x.shape))
+             for n, x in zip(placeholders, kept)]
+    constants_for_inputs(gm, [x.clone() for x in example[:len(example) - len(kept)]])
+    network = Interpreter(gm, specs, settings).run()
     assert op_name(case.target) in network.converters_used, (
         f"{op_name(case.target)} is not in the converted graph (converters used: "
         f"{sorted(network.converters_used)}): a decomposition made this case vacuous")
     engine = build_engine(network, settings)
-    got = EngineModule(engine, "reference", "constants", gm)()
+    got = EngineModule(engine, "reference", "constants", gm)(*kept)
     expected = _eager(case, module, example, dtype)
     leaves, spec = torch.utils._pytree.tree_flatten(expected)
     if len(leaves) == len(network.output_names):  # the engine's flat outputs, structured

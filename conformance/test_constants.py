@@ -1,5 +1,6 @@
 """The constant-input dimension (conformance/constants.py): each converter with every
-tensor argument a constant. By default one cell per op (its first case with a static
+tensor argument a constant, and with only the first one constant (the others network
+inputs: "first_constant"). By default one cell per op (its first case with a static
 variant); TORCH_TRT_REF_CONSTANTS=full runs one cell per case."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ import os
 
 import pytest
 
+from .case import W
 from .constants import constant_cells, run_constant_cell
 from .runner import all_cases
 
@@ -22,16 +24,23 @@ XFAIL: dict[str, str] = {
 }
 
 
-def _param(cell_id, case, dtype):
+def _param(cell_id, case, dtype, mixed=False):
     reason = XFAIL.get(cell_id) or case.xfail_reason(dtype, False)
     marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-    return pytest.param(case, dtype, id=cell_id, marks=marks)
+    return pytest.param(case, dtype, mixed, id=cell_id, marks=marks)
 
 
-@pytest.mark.parametrize("case,dtype", [_param(*c) for c in CELLS])
-def test_constant_inputs(case, dtype, request):
+# the first tensor argument a constant, the others network inputs (cases with >= 2)
+MIXED = [(cell_id.replace("-constant", "-first_constant"), case, dtype)
+         for cell_id, case, dtype in CELLS
+         if sum(not isinstance(a, W) for _, a in case.tensor_args()) >= 2]
+
+
+@pytest.mark.parametrize("case,dtype,mixed", [_param(*c) for c in CELLS]
+                         + [_param(*c, mixed=True) for c in MIXED])
+def test_constant_inputs(case, dtype, mixed, request):
     try:
-        run_constant_cell(case, dtype)
+        run_constant_cell(case, dtype, mixed=mixed)
     except BaseException as err:
         env = "TORCH_TRT_REF_CONSTANTS=full " if FULL else ""
         command = (f'{env}python -m pytest "conformance/test_constants.py::'

@@ -235,7 +235,9 @@ class Interpreter:
 # becomes a constant layer before the converter runs, except those the converter declares
 # in ``constants`` (it reads them as weights: a convolution kernel). A node mixing
 # constants and network tensors keeps its constants: converters fold them into weights
-# and broadcasts (``helpers.elementwise``), which a constant layer would only lengthen.
+# and broadcasts (``helpers.elementwise``), which a constant layer would only lengthen;
+# such converters take their data inputs through ``helpers.itensor`` / ``helpers.cast``
+# (conformance/test_constants.py's ``first_constant`` cells).
 # Lists of tensors (cat, index) are left as they are.
 
 

@@ -65,6 +65,7 @@ def _operand(ctx, value, dtype, shape=None):
            constants=("weight", "bias"))
 def convolution(ctx, input, weight, bias, stride, padding, dilation, transposed,
                 output_padding, groups):
+    input = helpers.itensor(ctx, input)  # a constant beside a non-constant weight
     dtype = helpers.dtype_of(input)
     if transposed and dtype == torch.bfloat16:
         # Note [bf16 deconvolution]: TensorRT-RTX has no bf16 deconvolution kernel (the
