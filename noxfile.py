@@ -20,6 +20,24 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-n", "2", "--dist", "loadgroup", *session.posargs)
 
 
+# The oldest torch the runtime supports (pyproject.toml; torch_trt_ref/runtime/opaque.py).
+RUNTIME_TORCH = "2.11.0"
+
+
+@nox.session
+def runtime_floor(session: nox.Session) -> None:
+    """The runtime on the oldest supported torch, without TensorRT: programs are saved with
+    the newest torch and TensorRT first (`.[dev]`), then loaded and run (CPU, and CUDA
+    where there is a GPU) in an environment of torch 2.11 and no TensorRT
+    (tests/runtime_floor.py)."""
+    programs = session.create_tmp()
+    _install(session)
+    session.run("python", "tests/runtime_floor.py", "save", programs)
+    session.run("pip", "uninstall", "-y", "tensorrt-rtx", "tensorrt")
+    session.install(f"torch=={RUNTIME_TORCH}", "torchvision", "transformers")
+    session.run("python", "tests/runtime_floor.py", "check", programs)
+
+
 @nox.session
 def lint(session: nox.Session) -> None:
     session.install("ruff")

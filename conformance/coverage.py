@@ -5,10 +5,12 @@ the markdown section of docs/converters.md."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import torch
 
-from .report import reference_targets
+from torch_trt_ref import CONVERTERS
+from torch_trt_ref.settings import op_name
 
 _NCCL = ("a multi-GPU collective (NCCL) that Torch-TensorRT's distributed passes fuse; it "
          "needs several GPUs and the NCCL plugin")
@@ -27,10 +29,23 @@ NOT_HERE = {
 }
 
 
-def our_targets() -> set[str]:
-    from torch_trt_ref.compiler import CONVERTERS
-    from torch_trt_ref.settings import op_name
+REFERENCE = Path(__file__).resolve().parent / "torch_tensorrt_2.14_converter_targets.txt"
 
+
+def reference_targets(path: Path = REFERENCE) -> set[str]:
+    """Torch-TensorRT 2.14's converter targets, by name."""
+    names = set()
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line.startswith("torch.ops."):
+            names.add(line.removeprefix("torch.ops."))
+        elif line:
+            names.add(line)
+    return names
+
+
+def our_targets() -> set[str]:
+    """The targets our converter registry converts, by name."""
     return {op_name(t) for t in CONVERTERS.targets()}
 
 

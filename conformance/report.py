@@ -9,26 +9,10 @@ import os
 from collections import defaultdict
 from pathlib import Path
 
+from .coverage import our_targets, reference_targets
+from .coverage import render as coverage  # the targets we lack, each with its reason
+
 SYMBOL = {"passed": "pass", "xfail": "xfail", "fail": "FAIL"}
-REFERENCE = Path(__file__).resolve().parent / "torch_tensorrt_2.14_converter_targets.txt"
-
-
-def reference_targets(path: Path = REFERENCE) -> set[str]:
-    names = set()
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if line.startswith("torch.ops."):
-            names.add(line.removeprefix("torch.ops."))
-        elif line:
-            names.add(line)
-    return names
-
-
-def our_targets() -> set[str]:
-    from torch_trt_ref.compiler import CONVERTERS
-    from torch_trt_ref.settings import op_name
-
-    return {op_name(t) for t in CONVERTERS.targets()}
 
 
 def summarize(cells: dict[str, dict]) -> dict:
@@ -119,8 +103,6 @@ def render(cells: dict[str, dict], ours: set[str], theirs: set[str]) -> str:
         lines += ["", "## Failures", ""]
         lines += [f"- `{c}`: {e}" for c, e in sorted(fails.items())]
     lines += ["", "## Accuracy vs float64", ""] + accuracy_section(cells)
-    from .coverage import render as coverage  # the targets we lack, each with its reason
-
     lines += ["", "## Coverage against Torch-TensorRT 2.14", "", coverage()]
     lines += [f"Ops we convert that they do not ({len(ours - theirs)}):", ""]
     lines += [", ".join(f"`{o}`" for o in sorted(ours - theirs)) or "(none)", ""]

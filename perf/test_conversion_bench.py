@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import torch
 
-from torch_trt_ref.capture import as_inputs, capture, symbol_ranges
+from torch_trt_ref.capture import as_inputs, capture
 from torch_trt_ref.compiler import lower_program
 from torch_trt_ref.conversion.interpreter import Interpreter
 from torch_trt_ref.conversion.shapes import spec_from_fake
 from torch_trt_ref.partitioning import TENSORRT, partition, stitch
 from torch_trt_ref.partitioning.stitch import segment_name
+from torch_trt_ref.ranges import symbol_ranges
 from torch_trt_ref.settings import CompilationSettings
 from zoo.registry import get
 

@@ -246,7 +246,7 @@ def test_pre_dispatch_program_is_functionalized_locally_and_matches_eager():
     (the whole program retraced) and of eager."""
     from torch_trt_ref.capture import flat_module
     from torch_trt_ref.lowering.decompositions import decompose_locally
-    from torch_trt_ref.lowering.passes import functionalize_inplace
+    from torch_trt_ref.lowering.functionalize import functionalize_inplace
 
     x = torch.randn(4, 4)
     ep = capture(InPlace(), (x,))
@@ -277,7 +277,7 @@ class WritesInput(torch.nn.Module):
 def test_write_to_an_input_is_not_rewritten_locally_and_falls_back_to_the_whole_program():
     from torch_trt_ref.capture import flat_module
     from torch_trt_ref.lowering.decompositions import NotLocallyLowerable
-    from torch_trt_ref.lowering.passes import functionalize_inplace
+    from torch_trt_ref.lowering.functionalize import functionalize_inplace
 
     x = torch.randn(3, 4)
     ep = capture(WritesInput(), (x.clone(),))

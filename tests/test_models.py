@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import torch_trt_ref
-from torch_trt_ref.cli import max_abs_error
+from torch_trt_ref.accuracy import max_abs_error
 from zoo.registry import get
 
 MODELS = ["resnet18", "mobilenet_v2", "bert_2layer", "gpt2_2layer"]

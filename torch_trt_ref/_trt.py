@@ -1,11 +1,15 @@
 """The TensorRT import shim (D1): the full ``tensorrt`` package when installed, else
-``tensorrt_rtx``. Every other module imports ``trt`` from here."""
+``tensorrt_rtx``, else a stand-in (``runtime/missing_trt.py``) with which the runtime loads
+and runs saved programs on the reference executor and building raises a clear ImportError.
+Every other module imports ``trt`` from here."""
 
 from __future__ import annotations
 
 import importlib
 
 import torch
+
+from .missing_trt import missing_tensorrt
 
 _CANDIDATES = ("tensorrt", "tensorrt_rtx")
 
@@ -17,15 +21,16 @@ def _import_tensorrt():
             return importlib.import_module(name)
         except ImportError as err:  # keep looking, report all at the end
             errors.append(f"{name}: {err}")
-    raise ImportError(
-        "torch_trt_ref needs TensorRT: install either 'tensorrt' (full TensorRT, GPU machines) "
-        "or 'tensorrt-rtx' (TensorRT for RTX, builds engines without a GPU).\n"
-        + "\n".join(errors)
-    )
+    return missing_tensorrt(
+        "compiling and the TensorRT executor need TensorRT: install either 'tensorrt' (full "
+        "TensorRT, GPU machines) or 'tensorrt-rtx' (TensorRT for RTX, builds engines without "
+        "a GPU); loading and running saved programs on the reference executor do not.\n"
+        + "\n".join(errors))
 
 
 trt = _import_tensorrt()
 BACKEND: str = trt.__name__
+HAS_TENSORRT: bool = BACKEND != "none"
 IS_RTX: bool = BACKEND == "tensorrt_rtx"
 
 _TORCH_TO_TRT = {

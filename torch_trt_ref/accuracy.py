@@ -218,3 +218,17 @@ def cast_floats(value, dtype: torch.dtype):
 def to_float64(value):
     """``value`` with every floating tensor cast to float64 (inputs of the float64 run)."""
     return cast_floats(value, torch.float64)
+
+
+def max_abs_error(actual, expected) -> float:
+    """The largest absolute difference of the floating outputs (the CLI's quick number)."""
+    flat_a = tree_leaves(actual)
+    flat_e = tree_leaves(expected)
+    if len(flat_a) != len(flat_e):
+        raise AssertionError(f"compiled module returned {len(flat_a)} values, eager "
+                             f"{len(flat_e)}")
+    worst = 0.0
+    for a, e in zip(flat_a, flat_e):
+        if isinstance(e, torch.Tensor) and e.is_floating_point():
+            worst = max(worst, (a.float() - e.float()).abs().max().item() if e.numel() else 0.0)
+    return worst

@@ -1,19 +1,16 @@
 """Engine build with the real TensorRT builder: optimization profile from the input specs,
 serialized plan (streamed to disk, see ``engine_cache``) plus the metadata and network
-snapshot the runtime needs. A cache hit with other weights is refit, not rebuilt."""
+snapshot the runtime needs (``runtime.engine.Engine``, also importable from here: programs
+saved before it moved name it ``torch_trt_ref.build.Engine``). A cache hit with other weights
+is refit, not rebuilt."""
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
-from typing import Any
-
-import torch
 
 from ._trt import BACKEND, trt
 from .conversion.interpreter import ConvertedNetwork
-from .conversion.shapes import TensorSpec
 from .engine_cache import (
     EngineCache,
     PlanFile,
@@ -22,7 +19,8 @@ from .engine_cache import (
     stream_plan,
     weights_digest,
 )
-from .runtime.refitter import PlanRefitError, plan_file_of, plans_refittable, refit_plan
+from .runtime.engine import Engine
+from .runtime.refitter import PlanRefitError, plans_refittable
 from .runtime.snapshot import NetworkSnapshot, take_snapshot
 from .settings import CompilationSettings
 
@@ -31,69 +29,6 @@ log = logging.getLogger(__name__)
 
 class EngineBuildError(RuntimeError):
     """The TensorRT builder returned no engine for a network."""
-
-
-@dataclass
-class Engine:
-    """A built engine: the serialized plan (on disk) plus what is needed to run it."""
-
-    plan_file: PlanFile
-    inputs: list[TensorSpec]
-    output_names: list[str]
-    output_dtypes: list[torch.dtype]
-    snapshot: NetworkSnapshot
-    layer_count: int
-    build_seconds: float
-    backend: str = BACKEND
-    requires_output_allocator: bool = False
-    # parameter -> layers whose weights derive from it (the converters' record, completed
-    # from the weight program: batch norm's folded scale lists weight, bias and statistics)
-    refit_map: dict[str, list[str]] = field(default_factory=dict)
-    converters_used: dict[str, int] = field(default_factory=dict)
-    cache_hit: bool = False
-    cache_refit: bool = False  # a cache hit whose plan held other weights: refit
-    refittable: bool = False  # built with BuilderFlag.REFIT (see runtime/refitter.py)
-    # False when the snapshot's weights were replaced (refit) but the plan could not be
-    # refit here: the plan then still holds older weights and is never executed as is.
-    plan_current: bool = True
-
-    @property
-    def plan(self) -> bytes:
-        """The serialized plan, read from its file (see ``runnable_plan``)."""
-        return self.plan_file.read()
-
-    def runnable_plan(self) -> bytes:
-        """The plan, refit first if its weights are older than the snapshot's; a clear
-        error if it cannot be (a plan is never executed with stale weights)."""
-        if not self.plan_current:
-            if not self.refittable:
-                raise RuntimeError(
-                    "this engine's weights were refit where TensorRT could not run, and its "
-                    "plan was built without BuilderFlag.REFIT, so the plan still holds the "
-                    "old weights; use executor='reference' or recompile on this machine")
-            self.refit_plan()
-        return self.plan
-
-    def refit_plan(self) -> None:
-        """Put the snapshot's weights into the plan with TensorRT's Refitter where it can
-        run; elsewhere mark the plan stale (``plan_current``)."""
-        if self.refittable and plans_refittable():
-            self.plan_file = plan_file_of(refit_plan(self.plan, self.snapshot))
-            self.plan_current = True
-        else:
-            self.plan_current = False
-
-    @property
-    def nbytes(self) -> int:
-        return self.plan_file.nbytes
-
-    def summary(self) -> dict[str, Any]:
-        return {"inputs": [s.to_json() for s in self.inputs], "outputs": self.output_names,
-                "layers": self.layer_count, "plan_bytes": self.nbytes,
-                "weight_bytes": self.snapshot.weight_bytes(),
-                "build_seconds": round(self.build_seconds, 3), "backend": self.backend,
-                "cache_hit": self.cache_hit, "cache_refit": self.cache_refit,
-                "refittable": self.refittable, "plan_current": self.plan_current}
 
 
 def build_engine(network: ConvertedNetwork, settings: CompilationSettings,

@@ -10,16 +10,18 @@ from contextlib import contextmanager
 from typing import Any, Sequence
 from unittest import mock
 
-import sympy
 import torch
 import torch.fx.experimental._config as fx_config
 from torch.export import Dim, ExportedProgram
 from torch.fx.experimental.symbolic_shapes import GuardOnDataDependentSymNode, ShapeEnv
-from torch.utils._sympy.numbers import int_oo
 
 from .capture_errors import data_dependent_message
 from .inputs import Input
 from .resized_inputs import resized_input_error, unwrite_resized_inputs
+
+# meta["custom"] key of a node's module chain: [(path, qualified type name), ...], root
+# first; set by the front ends that lose torch's nn_module_stack (TorchScript, dynamo)
+MODULE_STACK = "torch_trt_ref.module_stack"
 
 
 def as_inputs(values: Sequence[Any]) -> list[Input]:
@@ -44,7 +46,7 @@ def as_inputs(values: Sequence[Any]) -> list[Input]:
 # (``backed_size_oblivious``): sizes are not assumed to be >= 2 and branches on "is this
 # size 1?" take the general path, which is also right at 0 and 1 for the ops export keeps.
 # The declared min/opt/max, not the traced size, make the optimization profile
-# (``symbol_ranges``); compiled dynamic modules are checked at min, opt and max in tests.
+# (``ranges.symbol_ranges``); compiled dynamic modules are checked at min, opt and max in tests.
 
 def trace_shape(spec: Input) -> tuple[int, ...]:
     """The example shape ``spec`` is traced at: opt, with every dynamic dim whose opt is 0
@@ -228,69 +230,6 @@ def export_program(model: torch.nn.Module, args: tuple, kwargs: dict,
     with torch.no_grad(), fx_config.patch(backed_size_oblivious=size_oblivious):
         return torch.export.export(model, args, kwargs, dynamic_shapes=dynamic_shapes,
                                    strict=False)
-
-
-def symbol_ranges(gm: torch.fx.GraphModule, specs: Sequence[Input]) -> dict:
-    """Map each export symbol to (min, opt, max) by matching placeholder dims to Inputs."""
-    ranges: dict[sympy.Symbol, tuple[int, int, int]] = {}
-    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    for node, spec in zip(placeholders, specs):
-        val = node.meta.get("val")
-        if not isinstance(val, torch.Tensor):
-            continue
-        for d, size in enumerate(val.shape):
-            if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
-                new = (spec.min_shape[d], spec.opt_shape[d], spec.max_shape[d])
-                old = ranges.get(size.node.expr, new)  # equal dims: intersect the ranges
-                lo, hi = max(old[0], new[0]), min(old[2], new[2])
-                ranges[size.node.expr] = (lo, min(max(new[1], lo), hi), hi)
-    return ranges
-
-
-def dynamic_input_sizes(ep: ExportedProgram, specs: Sequence[Input]):
-    """(input index, input name, spec, dim, traced size) of each declared-dynamic dim of the
-    program's tensor inputs."""
-    nodes = {n.name: n for n in ep.graph.find_nodes(op="placeholder")}
-    for i, (name, spec) in enumerate(zip(ep.graph_signature.user_inputs, specs)):
-        val = nodes[name].meta.get("val")
-        if isinstance(val, torch.Tensor):
-            for d in spec.dynamic_dims:
-                yield i, name, spec, d, val.shape[d]
-
-
-def traced_ranges(ep: ExportedProgram, specs: Sequence[Input]) -> dict:
-    """(input index, dim) -> (lo, hi) for every declared-dynamic dim whose traced graph holds
-    on a narrower range than declared: the model branched on the size (``if x.shape[0] > 1``
-    added the guard ``s0 >= 2``; Note [Sizes the trace does not cover] in size_cover.py)."""
-    narrowed = {}
-    for i, _, spec, d, size in dynamic_input_sizes(ep, specs):
-        if not (isinstance(size, torch.SymInt) and size.node.expr in ep.range_constraints):
-            continue  # a symbol export replaced by an expression or a constant
-        sym, vr = size.node.expr, ep.range_constraints[size.node.expr]
-        lo = max(int(vr.lower), spec.min_shape[d])
-        hi = spec.max_shape[d] if vr.upper == int_oo else min(int(vr.upper),
-                                                               spec.max_shape[d])
-        # range_constraints miss a guard such as Ne(s0, 1) (torchvision ViT's attention
-        # adds it under size-oblivious tracing; lowering's retrace then specializes a
-        # 1..2 range to 2): the ends must satisfy the shape env's guards on the symbol
-        guards = [g.expr for g in size.node.shape_env.guards
-                  if g.expr.free_symbols == {sym}]
-        while lo < hi and not _holds(guards, sym, lo):
-            lo += 1
-        while hi > lo and not _holds(guards, sym, hi):
-            hi -= 1
-        if (lo, hi) != (spec.min_shape[d], spec.max_shape[d]):
-            narrowed[(i, d)] = (lo, hi)
-    return narrowed
-
-
-def _holds(guards: list, sym: sympy.Symbol, value: int) -> bool:
-    """Every guard is true at ``sym = value`` (one sympy cannot decide counts as true)."""
-    for guard in guards:
-        result = guard.subs(sym, value)
-        if result in (sympy.false, False):
-            return False
-    return True
 
 
 def flat_module(ep: ExportedProgram) -> torch.fx.GraphModule:

@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import gc
 import logging
 import operator
+import sys
 import warnings
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
 from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
-from . import conversion, size_cover, torchscript  # noqa: F401
+from . import size_cover, torchscript
 from .arguments import (
     as_model,
     check_signature,
+    input_names,
     keyword_inputs,
     positional_inputs,
     train_mode_warning,
@@ -28,8 +30,6 @@ from .capture import (
     as_inputs,
     capture,
     example_args,
-    symbol_ranges,
-    traced_ranges,
 )
 from .conversion import converters  # noqa: F401  (registers the built-in converters)
 from .conversion.interpreter import Interpreter
@@ -37,21 +37,24 @@ from .conversion.registry import CONVERTERS, ConverterRegistry
 from .conversion.shapes import spec_from_fake
 from .engine_cache import EngineCache
 from .inputs import Input
-from .lowering import decomposition_table, lower
-from .lowering.decompositions import NotLocallyLowerable
-from .lowering.routes import node_by_node, whole_program
-from .partitioning import TENSORRT, TORCH, partition, stitch, support_report
+from .lowering import lower_program  # noqa: F401  (public here too: tests, docs, the zoo)
+from .ownership import own_weights, storages_of
+from .partitioning import TENSORRT, TORCH, PartitionResult, partition, stitch, support_report
 from .partitioning.hierarchical import wrap_backend_segment
+from .partitioning.plan import plan_summary
 from .partitioning.random_ops import fixed_draws_warning, is_random
 from .partitioning.stitch import segment_name
 from .partitioning.upcast import upcast_missing_kernels
+from .ranges import symbol_ranges, traced_ranges
 from .report import CompileReport, EngineRecord
+from .runtime.guard import InputDtypeGuard
 from .runtime.module import EngineModule, choose_executor
+from .runtime.opaque import require_opaque_handles
 from .runtime.size_guard import SizeGuard
-from .settings import CompilationSettings
+from .settings import CompilationSettings, settings_json
 from .size_conditions import describe as describe_conditions
 from .size_conditions import size_conditions
-from .weights import WeightTracer, current_tracer, own_weights, recording, storages_of, traced
+from .weights import WeightTracer, current_tracer, recording, traced
 
 log = logging.getLogger(__name__)
 
@@ -61,41 +64,24 @@ class SegmentCompilationError(RuntimeError):
     required."""
 
 
-def _settings_json(settings: CompilationSettings) -> dict[str, Any]:
-    out = {}
-    for f in dataclasses.fields(settings):
-        value = getattr(settings, f.name)
-        if isinstance(value, frozenset):
-            value = sorted(value)
-        elif isinstance(value, dict):
-            value = {k: sorted(v) if isinstance(v, frozenset) else v for k, v in value.items()}
-        out[f.name] = value
-    return out
+@dataclass
+class CompileJob:
+    """One compile's state, passed to the steps after capture instead of long parameter
+    lists: the (captured) model and its example inputs with their specs, the settings and
+    converter registry, the report being filled, the device and executor, and, once the
+    graph is partitioned, the symbol ranges and the engine cache."""
 
-
-def lower_program(ep: ExportedProgram, settings: CompilationSettings) -> GraphModule:
-    """Decompose the exported program and run the lowering passes; returns a flat
-    GraphModule (weights as get_attr) with the original calling convention.
-
-    The program's graph is copied, its in-place ops made out-of-place and the nodes the
-    decomposition table covers retraced one by one (``decompose_locally``). A program this
-    cannot handle (a write to an input, a weight or a view another node observes; a
-    higher-order op such as cond; a node that fails to trace) is retraced whole by
-    ``ExportedProgram.run_decompositions`` instead. ``gm.meta["lowering"]`` says which."""
-    table = decomposition_table(settings)
-    try:
-        gm = node_by_node(ep, table)
-        route = "node by node"
-    except Exception as err:  # the whole-program route is slower but always correct
-        level = logging.DEBUG if isinstance(err, NotLocallyLowerable) else logging.INFO
-        log.log(level, "lowering with run_decompositions: %s: %s", type(err).__name__, err)
-        gm = whole_program(ep, table)
-        route = f"whole program (run_decompositions), because {err}"
-    gm.meta["lowering"] = route
-    for node in gm.graph.nodes:
-        if node.op == "get_attr":
-            node.meta.setdefault("param_name", node.target)
-    return lower(gm, settings)
+    model: Any
+    inputs: Sequence[Any]
+    kwarg_inputs: dict[str, Any]
+    specs: list[Input]
+    settings: CompilationSettings
+    registry: ConverterRegistry
+    report: CompileReport
+    device: torch.device
+    executor: str
+    ranges: dict[Any, Any] = field(default_factory=dict)
+    cache: EngineCache | None = None
 
 
 def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = (),
@@ -117,6 +103,7 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     ``compile_report`` is the plan (``compile_report.render()``; docs/partitioning.md)."""
     if settings is not None and kwargs:
         raise ValueError("pass either settings=CompilationSettings(...) or keyword settings")
+    require_opaque_handles("compiling")
     settings = settings or CompilationSettings.from_kwargs(**kwargs)
     model = as_model(model)
     inputs, kwarg_inputs = positional_inputs(inputs), keyword_inputs(kwarg_inputs)
@@ -158,7 +145,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
              captured: ExportedProgram | None = None) -> GraphModule:
     """Capture, lower, partition, convert and build. ``captured``: the program a previous
     attempt captured (and found not to cover the declared ranges: size_cover), used as is."""
-    report = CompileReport(settings=_settings_json(settings))
+    report = CompileReport(settings=settings_json(settings))
     kwarg_inputs = kwarg_inputs or {}
     specs = as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values()))
     device = next((v.device for v in list(inputs) + list(kwarg_inputs.values())
@@ -178,6 +165,8 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             covered = None if isinstance(model, ExportedProgram) else traced_ranges(ep, specs)
             if covered:
                 raise size_cover.Uncovered(covered, ep)
+    job = CompileJob(model, inputs, kwarg_inputs, specs, settings, registry, report, device,
+                     executor)
     say(f"captured in {report.phases['capture']:.2f}s")
     conditions = [] if isinstance(model, ExportedProgram) else size_conditions(ep, specs)
     if conditions:  # Note [Conditions over several sizes]
@@ -195,11 +184,10 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
         stitched = stitch(gm, result)
     say(str(result))
     if settings.dryrun:
-        return _dry_run(stitched, gm, result, settings, device, report, model, inputs,
-                        kwarg_inputs, specs)
-    ranges = symbol_ranges(gm, specs)
-    cache = (EngineCache(settings.engine_cache_path, settings.engine_cache_size)
-             if settings.cache_engines else None)
+        return _dry_run(job, stitched, gm, result)
+    job.ranges = symbol_ranges(gm, specs)
+    job.cache = (EngineCache(settings.engine_cache_path, settings.engine_cache_size)
+                 if settings.cache_engines else None)
     n_trt = result.count(TENSORRT)
     fixed_draws: list = []  # random nodes in engines (Note [Random ops in an engine])
     for i, seg in enumerate(result.segments):
@@ -208,16 +196,15 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             setattr(stitched, name, wrap_backend_segment(name, getattr(stitched, name),
                                                          seg.target))
         if seg.target == TORCH:
-            _upcast(name, getattr(stitched, name), settings, device, report)
+            _upcast(job, name, getattr(stitched, name))
         if seg.target != TENSORRT:
             continue
         say(f"converting and building {name} ({len(report.engines) + len(report.fallbacks) + 1}"
             f"/{n_trt}, {seg.compute_size()} ops)")
         submodule = getattr(stitched, name)
-        engine = _compile_segment(name, submodule, ranges, settings, registry, report, executor,
-                                  cache)
+        engine = _compile_segment(job, name, submodule)
         if engine is None:
-            _upcast(name, submodule, settings, device, report)
+            _upcast(job, name, submodule)
             continue
         setattr(stitched, name, EngineModule(engine, executor, name, submodule))
         fixed_draws += [n for n in seg.nodes if is_random(n)]
@@ -233,34 +220,30 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
     stitched.compile_report = report
     stitched.partition_result = result
     _hold_weights(stitched, ep)
-    _guard_input_dtypes(stitched, model, inputs, kwarg_inputs, specs)
+    _guard_input_dtypes(stitched, job)
     return stitched
 
 
-def _dry_run(stitched, gm, result, settings, device, report, model, inputs, kwarg_inputs,
-             specs) -> GraphModule:
+def _dry_run(job: CompileJob, stitched: GraphModule, gm: GraphModule,
+             result: PartitionResult) -> GraphModule:
     """``dryrun=True``: the plan without conversion or build. Every segment stays a
     PyTorch GraphModule (TensorRT segments too, so the module runs and equals eager), and
-    ``compile_report`` carries the plan (``dryrun.plan_summary``)."""
-    from .dryrun import plan_summary
-
+    ``compile_report`` carries the plan (``partitioning.plan.plan_summary``)."""
+    report = job.report
     report.dryrun = True
-    report.plan = plan_summary(gm, result, settings)
+    report.plan = plan_summary(gm, result, job.settings)
     for i, seg in enumerate(result.segments):
-        _upcast(segment_name(i, seg), getattr(stitched, segment_name(i, seg)), settings,
-                device, report)
+        _upcast(job, segment_name(i, seg), getattr(stitched, segment_name(i, seg)))
     stitched.compile_report = report
     stitched.partition_result = result
-    _guard_input_dtypes(stitched, model, inputs, kwarg_inputs, specs)
+    _guard_input_dtypes(stitched, job)
     return stitched
 
 
-def _guard_input_dtypes(stitched: GraphModule, model, inputs, kwarg_inputs, specs) -> None:
+def _guard_input_dtypes(stitched: GraphModule, job: CompileJob) -> None:
     """Install ``InputDtypeGuard`` on the compiled module: an input of another dtype than
     the example it was compiled for is a TypeError, not a silent cast."""
-    from .arguments import input_names
-    from .runtime.guard import InputDtypeGuard
-
+    model, inputs, kwarg_inputs, specs = job.model, job.inputs, job.kwarg_inputs, job.specs
     positional = [(n, spec.dtype) for n, spec in zip(input_names(model, len(inputs)), specs)]
     keyword = {k: spec.dtype for k, spec in zip(kwarg_inputs, specs[len(inputs):])}
     stitched.register_forward_pre_hook(InputDtypeGuard(positional, keyword), with_kwargs=True)
@@ -289,20 +272,17 @@ def _hold_weights(stitched: GraphModule, ep: ExportedProgram) -> None:
                 [m.engine.snapshot for m in stitched.modules() if isinstance(m, EngineModule)])
 
 
-def _upcast(name: str, segment: GraphModule, settings: CompilationSettings,
-            device: torch.device, report: CompileReport) -> None:
+def _upcast(job: CompileJob, name: str, segment: GraphModule) -> None:
     """In a half-precision compile, a PyTorch segment's nodes whose ops have no fp16/bf16
-    kernel on ``device`` run in float32 (``upcast_missing_kernels``); the report says so."""
-    if settings.precision != "fp32":
-        lines = upcast_missing_kernels(segment, device)
+    kernel on the device run in float32 (``upcast_missing_kernels``); the report says so."""
+    if job.settings.precision != "fp32":
+        lines = upcast_missing_kernels(segment, job.device)
         if lines:
-            report.upcasts[name] = lines
+            job.report.upcasts[name] = lines
 
 
 def _progress(settings: CompilationSettings):
     """A printer for progress lines on stderr when settings.progress is set."""
-    import sys
-
     def say(message: str) -> None:
         if settings.progress:
             print(f"[torch_trt_ref] {message}", file=sys.stderr, flush=True)
@@ -310,10 +290,12 @@ def _progress(settings: CompilationSettings):
     return say
 
 
-def _compile_segment(name, submodule, ranges, settings, registry, report, executor, cache):
+def _compile_segment(job: CompileJob, name: str, submodule: GraphModule):
     """Convert and build one segment; on failure warn and keep it in PyTorch unless full
     compilation was required. The weight tracer learns which layer weights derive from the
     model: refit recomputes them, the engine cache key leaves their values out."""
+    ranges, settings, registry, report = job.ranges, job.settings, job.registry, job.report
+    executor, cache = job.executor, job.cache
     placeholders = [n for n in submodule.graph.nodes if n.op == "placeholder"]
     tracer = current_tracer()
     try:

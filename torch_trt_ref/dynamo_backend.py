@@ -15,8 +15,9 @@ import sympy
 import torch
 from torch.fx import GraphModule, Node
 
+from .capture import MODULE_STACK
+from .compiler import compile as trt_compile
 from .inputs import Input
-from .partitioning.modules import MODULE_STACK
 from .settings import CompilationSettings
 from .torchscript import replaying_forward
 
@@ -124,8 +125,6 @@ def compile_graph(gm: GraphModule, example_inputs: list, settings: CompilationSe
     """Compile one dynamo graph; on failure warn and return it to run as captured, unless
     ``settings.require_full_compilation``."""
     from torch._guards import CompileContext
-
-    from .compiler import compile as trt_compile
 
     cid = CompileContext.current_compile_id()
     record = GraphRecord(str(cid) if cid else "?", bool(cid and cid.frame_compile_id),

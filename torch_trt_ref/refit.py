@@ -14,9 +14,10 @@ from typing import Mapping
 import torch
 from torch.fx import GraphModule
 
+from .ownership import own_weights, storages_of
 from .runtime.by_size import BySize
 from .runtime.module import EngineModule
-from .weights import WeightProgram, WeightProgramError, own_weights, storages_of
+from .weights import WeightProgram, WeightProgramError
 
 
 class RefitError(ValueError):
@@ -64,7 +65,8 @@ def refit(compiled: GraphModule,
     for name in updated:
         engines[name].engine.refit_plan()
         holder = getattr(engines[name], "handle", engines[name])
-        holder._trt = None  # a deserialized engine holds the old weights
+        # a deserialized engine, and the reference executor's CUDA graphs, hold the old weights
+        holder._trt = holder._reference = None
     return compiled
 
 

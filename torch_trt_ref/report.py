@@ -95,8 +95,6 @@ class CompileReport:
 
     def render(self) -> str:
         if self.dryrun:
-            from .dryrun import render_dry_run
-
             return render_dry_run(self)
         counts = self.counts
         sup = self.support
@@ -138,3 +136,46 @@ class CompileReport:
         for name, nodes in self.upcasts.items():
             lines.extend(f"  {name}: {line}" for line in nodes)
         return "\n".join(lines)
+
+
+def render_dry_run(report) -> str:
+    """The dry-run report as text (``CompileReport.render`` when ``report.dryrun``)."""
+    plan, sup, counts = report.plan, report.support, report.counts
+    mib = 2**20
+    lines = [
+        "dry run: lowered and partitioned only; nothing was converted or built, and the "
+        "returned module runs every segment in PyTorch",
+        f"segments: {counts.get('tensorrt', 0)} TensorRT, {counts.get('torch', 0)} PyTorch"
+        + "".join(f", {n} {t}" for t, n in counts.items() if t not in ("tensorrt", "torch")),
+        f"supported ops: {sup.get('n_supported', 0)}/{sup.get('n_total', 0)} call_function "
+        "nodes"]
+    for op, n in sorted(sup.get("supported", {}).items()):
+        lines.append(f"  supported {op} x{n}")
+    for op, n in sorted(sup.get("unsupported", {}).items()):
+        why = "; ".join(f"{r} (x{c})" for r, c in sup.get("reasons", {}).get(op, {}).items())
+        lines.append(f"  unsupported {op} x{n}: {why}")
+    moved = plan.get("moved_by_min_block_size", [])
+    if moved:
+        n_nodes = sum(len(m["nodes"]) for m in moved)
+        lines.append(f"min_block_size={plan['min_block_size']} sent {len(moved)} planned "
+                     f"run(s) of supported nodes ({n_nodes} nodes) back to PyTorch:")
+        for m in moved:
+            shown = ", ".join(m["nodes"][:6]) + (", ..." if len(m["nodes"]) > 6 else "")
+            lines.append(f"  into {m['segment']}: {shown} -- {m['reason']}")
+    lines.append("segments in execution order:")
+    for s in plan.get("segments", []):
+        ops = ", ".join(f"{op} x{n}" for op, n in list(s["ops"].items())[:4])
+        more = ", ..." if len(s["ops"]) > 4 else ""
+        weights = (f", weights {s['weight_bytes'] / mib:.2f} MiB" if s["target"] == "tensorrt"
+                   else "")
+        lines.append(f"  {s['name']}: {s['compute_nodes']} compute nodes ({ops}{more}), "
+                     f"{s['inputs']} in / {s['outputs']} out{weights}")
+    lines.append(f"estimated engines: {plan.get('estimated_engines', 0)}, "
+                 f"{plan.get('estimated_weight_bytes', 0) / mib:.2f} MiB of weights in them")
+    if report.lowering:
+        lines.append(f"lowering: {report.lowering}")
+    lines.append("time per phase: " + ", ".join(
+        f"{p} {report.phases.get(p, 0.0):.2f}s" for p in ("capture", "lowering", "partition")))
+    for name, nodes in report.upcasts.items():
+        lines.extend(f"  {name}: {line}" for line in nodes)
+    return "\n".join(lines)

@@ -1,6 +1,5 @@
 """Compiled programs that last: ``save`` / ``load`` of one file (layout in docs/deploy.md),
-with the load-time checks, and the pickling of the stitched module that ``torch.save`` and
-``pickle`` use too."""
+with the load-time checks. (The stitched module pickles itself: partitioning/stitch.py.)"""
 
 from __future__ import annotations
 
@@ -11,19 +10,27 @@ import pickle
 import sys
 import types
 import zipfile
-from dataclasses import dataclass
 from importlib import metadata
 from io import BytesIO
 from pathlib import Path
 from typing import Any
 
 import torch
-from torch.fx import Graph, GraphModule
-from torch.fx.node import map_aggregate, map_arg
+from torch.fx import GraphModule
 
 from ._trt import BACKEND, trt
 from .engine_cache import PlanFile
-from .library_ops import library_ops, require
+from .errors import SerializationError
+from .library_ops import library_ops
+
+# programs saved before the stitched module's pickling moved to partitioning/stitch.py
+# name these here
+from .partitioning.stitch import (  # noqa: F401
+    _NodeRef,
+    _rebuild_partitioned,
+    _rebuild_requiring,
+    _require_ops,
+)
 from .runtime.by_size import BySize
 from .runtime.custom_op import EngineHandle, runnable_executor
 from .runtime.module import EngineModule
@@ -33,86 +40,15 @@ FORMAT_VERSION = 1
 MANIFEST, PROGRAM, REPORT = "manifest.json", "program.pt", "report.json"
 
 
-class SerializationError(RuntimeError):
-    """A file ``load`` cannot turn into the program that was saved: the message names the
-    file, what is wrong with it and what would be accepted."""
-
-
-# -- pickling the stitched module ----------------------------------------------------------
-@dataclass(frozen=True)
-class _NodeRef:
-    name: str
-
-
-# GraphModule attributes that ``recompile`` derives from the graph and its codegen.
-_DERIVED = {"_graph", "_code", "_lineno_map", "_prologue_start", "_in_spec", "_out_spec"}
-
-
-def reduce_partitioned(module: GraphModule):
-    """Pickle a stitched module as its graph's nodes plus its codegen (torch.export's
-    pytree calling convention) plus every attribute but ``partition_result``: its segments
-    hold FX nodes of the lowered graph, which a compiled module does not keep (the same
-    partition, as data, is ``compile_report.partition``); loaded modules have None."""
-    nodes = [(n.op, n.name, n.target, map_arg(n.args, _ref), map_arg(n.kwargs, _ref), n.type)
-             for n in module.graph.nodes]
-    state = {k: v for k, v in module.__dict__.items()
-             if k not in _DERIVED and k != "partition_result"}
-    ops = library_ops(module)
-    if ops:  # unpickled first: imports what registers them (Note [Library ops in a saved
-        # program] in library_ops.py)
-        return _rebuild_requiring, (_Requires(ops), state, nodes, module.graph._codegen)
-    return _rebuild_partitioned, (state, nodes, module.graph._codegen)
-
-
-class _Requires:
-    """Pickles as a call of ``_require_ops``: unpickling it registers the library ops."""
-
-    def __init__(self, ops: dict[str, str | None]):
-        self.ops = ops
-
-    def __reduce__(self):
-        return _require_ops, (self.ops,)
-
-
-def _require_ops(ops: dict[str, str | None]) -> dict[str, str | None]:
-    return require(ops, SerializationError)
-
-
-def _rebuild_requiring(ops, state: dict, nodes: list, codegen) -> GraphModule:
-    return _rebuild_partitioned(state, nodes, codegen)
-
-
-def _ref(node) -> _NodeRef:
-    return _NodeRef(node.name)
-
-
-def _rebuild_partitioned(state: dict, nodes: list, codegen) -> GraphModule:
-    from .partitioning.stitch import PartitionedModule
-
-    graph = Graph()
-    env = {}
-
-    def resolve(value):
-        return env[value.name] if isinstance(value, _NodeRef) else value
-
-    for op, name, target, args, kwargs, type_ in nodes:
-        env[name] = graph.create_node(op, target, map_aggregate(args, resolve),
-                                      map_aggregate(kwargs, resolve), name, type_)
-    graph._codegen = codegen
-    module = PartitionedModule.__new__(PartitionedModule)
-    module.__dict__.update(state)
-    module.partition_result = None
-    module.graph = graph  # recompiles: forward, _in_spec and _out_spec from the codegen
-    return module
-
-
 # -- the file ------------------------------------------------------------------------------
-def save(compiled: GraphModule, path: str | os.PathLike) -> Path:
+def save(compiled: GraphModule, path: str | os.PathLike, plans: bool = True) -> Path:
     """Write ``compiled`` (a module ``torch_trt_ref.compile`` returned, or ``load``ed) to
     ``path`` as one file: the stitched program with its PyTorch segments, every engine
     (plan, network snapshot, input specs with their ranges, output rules), the compile
     report, and a manifest with the format version, the torch / TensorRT versions and a
-    SHA-256 of every part. The file appears whole or not at all."""
+    SHA-256 of every part. The file appears whole or not at all. ``plans=False`` leaves the
+    TensorRT plans out (about half the file): its engines run on the reference executor
+    wherever it is loaded, e.g. a GPU machine without TensorRT."""
     engines = {name: m for name, m in compiled.named_modules() if isinstance(m, EngineModule)}
     report = getattr(compiled, "compile_report", None)
     if not isinstance(compiled, (GraphModule, BySize)) or report is None:
@@ -125,16 +61,16 @@ def save(compiled: GraphModule, path: str | os.PathLike) -> Path:
             writer = _Writer(archive)
             for name, module in engines.items():
                 handle = module.handle
-                writer.write(f"engines/{name}.plan", handle.engine.plan)
+                writer.write(f"engines/{name}.plan", handle.engine.plan if plans else b"")
                 writer.pickle(f"engines/{name}.pt", {"name": handle.name,
-                                                    "executor": handle.executor,
+                                                    "executor": _executor(handle, plans),
                                                     "rules": handle.rules,
                                                     "engine": handle.engine},
                               {id(handle.engine.plan_file): ("plan", name)})
             writer.pickle(PROGRAM, compiled,
                           {id(m.handle): ("engine", name) for name, m in engines.items()})
             writer.write(REPORT, json.dumps(report.to_json(), indent=1, default=str).encode())
-            manifest = _manifest(compiled, engines, report, writer.members)
+            manifest = _manifest(compiled, engines, report, writer.members, plans)
             archive.writestr(MANIFEST, json.dumps(manifest, indent=1, default=str))
         os.replace(tmp, path)
     except BaseException:
@@ -143,14 +79,20 @@ def save(compiled: GraphModule, path: str | os.PathLike) -> Path:
     return path
 
 
-def _manifest(compiled, engines: dict[str, EngineModule], report, members) -> dict[str, Any]:
+def _executor(handle: EngineHandle, plans: bool) -> str:
+    return handle.executor if plans else "reference"
+
+
+def _manifest(compiled, engines: dict[str, EngineModule], report, members,
+              plans: bool = True) -> dict[str, Any]:
     return {
         "format": FORMAT, "format_version": FORMAT_VERSION,
         "torch_trt_ref": _version("torch_trt_ref"), "torch": torch.__version__,
         "tensorrt": {"backend": BACKEND, "version": trt.__version__},
         "python": ".".join(map(str, sys.version_info[:3])),
         "engines": [{"name": name, "plan": f"engines/{name}.plan", "engine": f"engines/{name}.pt",
-                     "executor": m.executor, "layers": m.engine.layer_count,
+                     "executor": _executor(m.handle, plans), "plans": plans,
+                     "layers": m.engine.layer_count,
                      "inputs": [s.to_json() for s in m.engine.inputs],
                      "outputs": [{"dtype": str(r.dtype).removeprefix("torch."),
                                   "shape": list(r.dims)} for r in m.handle.rules]}

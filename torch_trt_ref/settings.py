@@ -227,6 +227,19 @@ class CompilationSettings:
 FIELDS = tuple(f.name for f in dataclasses.fields(CompilationSettings) if f.name != "extra")
 
 
+def settings_json(settings: CompilationSettings) -> dict[str, Any]:
+    """The settings as JSON data (frozensets as sorted lists): the compile report's copy."""
+    out = {}
+    for f in dataclasses.fields(settings):
+        value = getattr(settings, f.name)
+        if isinstance(value, frozenset):
+            value = sorted(value)
+        elif isinstance(value, dict):
+            value = {k: sorted(v) if isinstance(v, frozenset) else v for k, v in value.items()}
+        out[f.name] = value
+    return out
+
+
 def _reject_unknown(names) -> None:
     """A ValueError naming every setting not in FIELDS, with the closest accepted name."""
     unknown = [key for key in names if key not in FIELDS]

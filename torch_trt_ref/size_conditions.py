@@ -11,14 +11,14 @@ import torch
 from torch.export import ExportedProgram
 from torch.utils._sympy.printers import PythonPrinter
 
-from .capture import dynamic_input_sizes
 from .inputs import Input
+from .ranges import dynamic_input_sizes
 
 # Note [Conditions over several sizes]: a model line can tie several declared-dynamic sizes
 # together: ``native_group_norm(x, w, b, N=5, C=4, HxW=16, ...)`` with N and HxW taken from
 # one example holds only where x.numel() == 5*4*16, and eager raises at every other size.
 # Export guards that (``Eq(4*s0*s1, 320)``) without narrowing any one dim's range (so
-# ``capture.traced_ranges`` cannot see it), and under size-oblivious tracing it does not
+# ``ranges.traced_ranges`` cannot see it), and under size-oblivious tracing it does not
 # even refuse the declared range: the compiled module ran at every declared size, where
 # lowering's decomposition failed (``shape '[5, 1, 4, 4]' is invalid for input of size
 # 4*s53*s77``) or the converter returned numbers eager never gives. Each guard over two or

@@ -11,6 +11,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from .accuracy import judge, to_float64
 from .capture import DynamicShapeError, as_inputs, eval_mode
 from .inputs import Input
 from .runtime.by_size import Box, BySize
@@ -220,9 +221,6 @@ def disagreement(model, compiled, inputs: Sequence[Any], kwarg_inputs: dict[str,
 
 def _disagreement(model, model64, compiled, inputs, kwarg_inputs, boxes, seeds) -> str | None:
     import torch
-
-    from .accuracy import judge, to_float64
-    from .capture import eval_mode
 
     for box in boxes:
         for seed in seeds:

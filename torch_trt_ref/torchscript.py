@@ -21,7 +21,7 @@ import torch
 import torch.fx.traceback as fx_traceback
 from torch._export import converter as ts_converter
 
-from .partitioning.modules import MODULE_STACK
+from .capture import MODULE_STACK
 
 ROUTE = ("TorchScript -> FX by torch._export.converter.TS2FXGraphConverter, then "
          "torch.export with the declared Inputs")

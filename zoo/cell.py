@@ -18,7 +18,13 @@ from typing import Any
 import torch
 
 import torch_trt_ref
-from torch_trt_ref.settings import ENGINE_MEMORY_MULTIPLIER, PRECISION_DTYPES
+from torch_trt_ref.capture import capture
+from torch_trt_ref.lowering import lower_program
+from torch_trt_ref.settings import (
+    ENGINE_MEMORY_MULTIPLIER,
+    PRECISION_DTYPES,
+    CompilationSettings,
+)
 
 from . import measure
 from .matrix import Cell
@@ -30,12 +36,9 @@ from .schema import SCHEMA_VERSION, environment
 def _warm_up_capture() -> float:
     """Capture and lower a two-op module once per process, so a cell's compile time is the
     model's own and not torch.export's one-time initialization (lazy imports, operator
-    tables; ~0.5 s). Runs at import, i.e. once in the forkserver for forked cells; no
-    TensorRT work happens here, so no builder threads exist before a fork."""
-    from torch_trt_ref.capture import capture
-    from torch_trt_ref.compiler import lower_program
-    from torch_trt_ref.settings import CompilationSettings
-
+    tables; ~0.5 s). Runs once per process (``process_warmup``): in the forkserver for
+    forked cells (zoo/forkserver_init.py); no TensorRT work happens here, so no builder
+    threads exist before a fork."""
     start = time.perf_counter()
     settings = CompilationSettings()
     tiny = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.GELU()).eval()
@@ -43,11 +46,15 @@ def _warm_up_capture() -> float:
     return time.perf_counter() - start
 
 
-PROCESS_WARMUP_SECONDS = _warm_up_capture()
+_WARMUP_SECONDS: list[float] = []
 
 
-class CellError(Exception):
-    """Raised inside a stage; the record keeps the stage name and the original error."""
+def process_warmup() -> float:
+    """Seconds the one warm-up of this process took (``_warm_up_capture``, run on the first
+    call)."""
+    if not _WARMUP_SECONDS:
+        _WARMUP_SECONDS.append(_warm_up_capture())
+    return _WARMUP_SECONDS[0]
 
 
 def _error(stage: str, err: BaseException) -> dict[str, Any]:
@@ -116,6 +123,7 @@ def _accuracy(model, args, kwargs, reference, result, dtype: torch.dtype,
 def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 20.0) -> dict:
     """One record: every metric that could be measured; ``status`` is "ok" or "error"
     with the failing stage, error type and message."""
+    process_warmup()  # once per process, before anything is built or timed
     record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "cell": cell.to_json(),
                               "status": "ok", "error": None, "env": {
                                   **environment(), "runner": "local", "node": platform.node(),
@@ -147,7 +155,7 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
         with PhaseRSS() as rss:
             compiled = torch_trt_ref.compile(model, compile_args, compile_kwargs, **settings)
         record["compile_cpu_seconds"] = time.process_time() - cpu_start
-        record["process_warmup_seconds"] = PROCESS_WARMUP_SECONDS
+        record["process_warmup_seconds"] = process_warmup()
         record.update(_compile_metrics(compiled, compiled.compile_report, weight_bytes))
         record["memory"] = {"peak_rss_bytes": rss.above_baseline, "baseline_rss_bytes":
                             rss.baseline, "weight_bytes": weight_bytes,
@@ -180,6 +188,7 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
 def measure_cell(cell_json: dict, measure: dict) -> dict:
     """The record of one cell measured in this (fresh) process, with the process's CPU
     seconds."""
+    process_warmup()  # as at import before: not part of the cell's seconds
     start = time.perf_counter()
     record = run_cell(Cell.from_json(cell_json), **measure)
     record["cell_seconds"] = time.perf_counter() - start

@@ -10,6 +10,7 @@ from pathlib import Path
 from torch_trt_ref.settings import PARTITIONERS, PRECISIONS
 
 from . import compare as cmp
+from . import model_commands
 from .matrix import DEFAULT_BUDGET_FRACTION, full_matrix, matrix, quick_matrix
 from .registry import ZOO, select
 
@@ -122,15 +123,19 @@ def _write_reports(records, md_path: Path | None, html_path: Path | None,
 
 
 def report_command(args: argparse.Namespace) -> int:
+    from .gpu_latency import gpu_section, split_records
     from .report import markdown
     from .schema import read_records
 
-    records = read_records(args.records)
+    records, gpu = split_records(read_records(args.records))
     anchor = _read_partition_anchor(args.partition_anchor) if args.partition_anchor else None
-    if not args.markdown and not args.html:
+    if records and not args.markdown and not args.html:
         print(markdown(records, partition_anchor=anchor))
-    _write_reports(records, Path(args.markdown) if args.markdown else None,
-                   Path(args.html) if args.html else None, anchor)
+    if gpu:  # `zoo latency` records: their own table
+        print(gpu_section(gpu))
+    if records:
+        _write_reports(records, Path(args.markdown) if args.markdown else None,
+                       Path(args.html) if args.html else None, anchor)
     return 0
 
 
@@ -176,7 +181,10 @@ def anchors_command(args: argparse.Namespace) -> int:
 
 def add_subcommands(subparsers) -> None:
     """Register ``zoo`` with its ``run``, ``report``, ``compare`` and ``list`` commands on an
-    argparse subparsers object; each sets ``func(args) -> exit code``."""
+    argparse subparsers object, and the zoo's model commands ``compile`` and ``debug``
+    (``zoo.model_commands``); each sets ``func(args) -> exit code``."""
+    if "compile" not in subparsers.choices:
+        model_commands.add_subcommands(subparsers)
     zoo = subparsers.add_parser("zoo", help="model-zoo harness: run, report, compare, list, "
                                 "anchors")
     sub = zoo.add_subparsers(dest="zoo_command", required=True, metavar="ZOO_COMMAND",
@@ -271,9 +279,13 @@ def add_subcommands(subparsers) -> None:
     lst = sub.add_parser("list", help="the zoo's models")
     lst.set_defaults(func=list_command)
 
+    from .gpu_latency import add_parsers  # zoo save / zoo latency (saved programs on a GPU)
+
+    add_parsers(sub)
+
 
 def main(argv: list[str] | None = None) -> int:
-    from torch_trt_ref.cli import run_reporting_errors
+    from torch_trt_ref.commands import run_reporting_errors
 
     parser = argparse.ArgumentParser(prog="python -m zoo")
     add_subcommands(parser.add_subparsers(dest="command", required=True))

@@ -145,14 +145,3 @@ def normalize_arguments(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, 
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     return (), dict(bound.arguments)
-
-
-def python_name(name: str) -> str:
-    """Schema argument names that are Python keywords get a trailing underscore."""
-    import keyword
-
-    return name + "_" if keyword.iskeyword(name) else name
-
-
-def iter_nodes_args(node: Node) -> Iterable[Node]:
-    return node.all_input_nodes

@@ -17,14 +17,14 @@ from torch.fx import GraphModule
 
 from .. import accuracy
 from ..capture import capture, example_args
-from ..compiler import _settings_json, lower_program
 from ..compiler import compile as compile_model
 from ..conversion.registry import CONVERTERS, ConverterRegistry
 from ..inputs import Input
+from ..lowering import lower_program
 from ..partitioning.stitch import segment_name
 from ..runtime.module import EngineModule
 from ..runtime.reference.executor import run_snapshot
-from ..settings import CompilationSettings, op_name
+from ..settings import CompilationSettings, op_name, settings_json
 from .graphs import cast_graph, cast_value, flat_inputs, run_recording
 from .lowering import check_lowering
 from .report import DivergenceReport, ErrorStats, NodeRecord
@@ -81,7 +81,7 @@ def trace(model, inputs=(), kwarg_inputs=None, *, settings=None, registry=CONVER
     ref_out, ref = run_recording(cast_graph(ref_gm), flat64)
     got_out, got, where = run_compiled(compiled, flat)
 
-    report = DivergenceReport(_settings_json(settings), [],
+    report = DivergenceReport(settings_json(settings), [],
                               lowering_route=gm.meta.get("lowering", ""))
     report.nodes = node_records(gm, compiled, got, eager, ref, where)
     report.notes += [f"{name} runs in PyTorch: TensorRT compilation failed ({why})"
@@ -186,12 +186,12 @@ def node_records(gm: GraphModule, compiled: GraphModule, got: dict, eager: dict,
                             str(getattr(val, "dtype", "")).replace("torch.", ""),
                             tuple(int(d) if isinstance(d, int) else -1
                                   for d in getattr(val, "shape", ())))
-        _judge_node(record, got.get(node.name), eager.get(node.name), _reference(node, ref))
+        _judge_node(record, got.get(node.name), eager.get(node.name), reference_value(node, ref))
         records.append(record)
     return records
 
 
-def _reference(node, ref: dict):
+def reference_value(node, ref: dict):
     """The float64 value of ``node``: its own, or (for a cast the precision pass inserted,
     absent from the fp32-lowered graph) the value of the node it casts."""
     while node.name not in ref and node.all_input_nodes:

@@ -16,9 +16,10 @@ from torch.fx import Graph, GraphModule, Node
 from .. import accuracy
 from ..compiler import compile as compile_model
 from ..conversion.registry import CONVERTERS
-from .compare import Trace, _reference, trace
+from .compare import Trace, reference_value, trace
 from .graphs import cast_graph
 from .report import DivergenceReport
+from .repro import write_repro
 
 MAX_TESTS = 48  # candidate compiles; each builds an engine
 
@@ -65,8 +66,6 @@ def reduce(model, inputs=(), kwarg_inputs=None, *, out_dir: str | Path = "torch_
 
 
 def reduce_trace(t: Trace, out_dir: str | Path = "torch_trt_ref_repro") -> Reduction:
-    from .repro import write_repro
-
     nodes = [n for n in t.gm.graph.nodes if n.op == "call_function"]
     first = t.report.first_divergence
     if first is not None:
@@ -207,7 +206,7 @@ def subgraph(t: Trace, keep: list[Node]) -> Candidate:
         else:
             env[n] = graph.placeholder(n.name)
             inputs.append(_tensor(t.eager[n.name]))
-            inputs64.append(_tensor(_reference(n, t.ref)))
+            inputs64.append(_tensor(reference_value(n, t.ref)))
         env[n].meta = dict(n.meta)
         return env[n]
 

@@ -10,10 +10,9 @@ from pathlib import Path
 import torch
 
 from .. import accuracy
-from ..compiler import _settings_json
 from ..conversion.interpreter import select_converter
 from ..conversion.registry import CONVERTERS
-from ..settings import CompilationSettings, op_name
+from ..settings import CompilationSettings, op_name, settings_json
 from .graphs import cast_graph
 
 # settings the repro leaves at their defaults (min_block_size is 1: the subgraph is small)
@@ -124,7 +123,7 @@ def write_repro(out_dir: Path, cand, t, verdict: accuracy.Verdict) -> Path:
     weights = {name: value for name, value in cand.module.named_buffers()}
     torch.save({"weights": weights, "inputs": cand.inputs, "inputs64": cand.inputs64},
                script.with_suffix(".pt"))
-    defaults = _settings_json(CompilationSettings())
+    defaults = settings_json(CompilationSettings())
     settings = {k: v for k, v in t.report.settings.items() if k not in _SKIPPED_SETTINGS
                 and (k == "precision" or v != defaults.get(k))}
     user, notes = user_converters(t, cand.nodes)

@@ -1,11 +1,12 @@
-"""Re-propagation of node metadata (FakeTensor ``val``) after passes that change dtypes."""
+"""Node metadata (FakeTensor ``val``): its re-propagation after passes that change dtypes,
+and ``insert_call``, a new node whose metadata is computed as it is inserted."""
 
 from __future__ import annotations
 
 import operator
 
 import torch
-from torch.fx import GraphModule
+from torch.fx import GraphModule, Node
 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
 
@@ -55,3 +56,19 @@ def _propagate(gm: GraphModule, mode) -> None:
         else:  # output
             continue
         node.meta["val"] = env[node]
+
+
+def insert_call(gm: GraphModule, target, args: tuple, anchor: Node, kwargs=None) -> Node:
+    """A new ``target(*args)`` node before ``anchor``, its ``meta['val']`` computed on the
+    arguments' FakeTensors and its module stack taken from ``anchor``."""
+    with gm.graph.inserting_before(anchor):
+        node = gm.graph.call_function(target, args, kwargs or {})
+    vals, kwvals = torch.fx.node.map_arg((args, kwargs or {}), lambda a: a.meta["val"])
+    mode = next(v.fake_mode for v in torch.utils._pytree.tree_leaves((vals, kwvals))
+                if hasattr(v, "fake_mode"))
+    with mode:
+        node.meta["val"] = target(*vals, **kwvals)
+    for key in ("nn_module_stack", "stack_trace", "custom"):  # custom: torchscript.py
+        if key in anchor.meta:
+            node.meta[key] = anchor.meta[key]
+    return node

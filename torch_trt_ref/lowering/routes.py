@@ -16,7 +16,7 @@ from ..capture import flat_module
 from ..capture_errors import RESIZED_VIEW, resized_view_message
 from ..settings import CompilationSettings
 from .decompositions import NotLocallyLowerable, decompose_locally, decomposition_table
-from .passes import functionalize_inplace
+from .functionalize import functionalize_inplace
 from .pipeline import lower
 
 

@@ -10,6 +10,8 @@ from typing import Any, Callable
 import torch
 from torch.fx import Graph, GraphModule, Node, symbolic_trace
 
+from ..settings import op_name
+
 aten = torch.ops.aten
 
 # Binary ops whose first two operands may be swapped when matching a pattern.
@@ -53,8 +55,6 @@ def register_atomic_subgraph(init_args: tuple = (), is_core_aten: bool = True,
 
 
 def _pattern_name(cls: type, init_args: tuple) -> str:
-    from ..settings import op_name
-
     args = ", ".join(op_name(a) if isinstance(a, torch._ops.OpOverload) else repr(a)
                      for a in init_args)
     return f"{cls.__name__}({args})" if init_args else cls.__name__

@@ -14,6 +14,7 @@ from torch.fx import GraphModule, Node
 from .._trt import is_trt_dtype_supported
 from ..conversion.interpreter import select_converter
 from ..conversion.registry import CONVERTERS, ConverterRegistry
+from ..lowering.program import lowered
 from ..settings import CompilationSettings, matches_op, op_name
 from .modules import module_fallback_reason
 from .random_ops import random_reason
@@ -143,7 +144,7 @@ def get_graph_converter_support(gm: GraphModule | Any, torch_executed_ops: Itera
     """(supported, total) call_function nodes; prints the per-operator breakdown (the same
     data as a structure: ``support_report(gm, settings).to_json()``).
 
-    ``gm`` is a lowered graph (``compiler.lower_program``), an ExportedProgram, or the
+    ``gm`` is a lowered graph (``lowering.lower_program``), an ExportedProgram, or the
     graph of one (``ep.module()``). The latter two are lowered first, as ``compile`` would
     (the converters are written for the lowered op set: ``aten.linear`` is ``addmm`` by
     then), and the printout says so."""
@@ -155,62 +156,3 @@ def get_graph_converter_support(gm: GraphModule | Any, torch_executed_ops: Itera
             print(note)
         print(report)
     return report.n_supported, report.n_total
-
-
-def lowered(graph: Any, settings: CompilationSettings) -> tuple[GraphModule, str | None]:
-    """``graph`` lowered as ``compile`` lowers it, and a note saying so; a graph that is
-    lowered already (``meta["lowering"]`` set, or no node the decomposition table covers)
-    comes back as it is, with no note."""
-    from torch.export import ExportedProgram
-
-    from ..compiler import lower_program
-    from ..lowering import decomposition_table
-
-    if isinstance(graph, ExportedProgram):
-        return lower_program(graph, settings), ("lowered the ExportedProgram first, as "
-                                                "compile does")
-    if not isinstance(graph, GraphModule):
-        raise TypeError(f"expected a torch.fx.GraphModule or an ExportedProgram, got "
-                        f"{type(graph).__name__}")
-    table = decomposition_table(settings)
-    if "lowering" in graph.meta or not any(
-            n.op == "call_function" and n.target in table for n in graph.graph.nodes):
-        return graph, None
-    ops = sorted({op_name(n.target) for n in graph.graph.nodes
-                  if n.op == "call_function" and n.target in table})
-    note = (f"the graph was not lowered ({', '.join(ops[:4])}{', ...' if len(ops) > 4 else ''}"
-            " are decomposed by compile): exported again and lowered first, as compile does")
-    return lower_program(_reexport(graph), settings), note
-
-
-def _reexport(gm: GraphModule):
-    """torch.export ``gm`` (e.g. ``ep.module()``) again on example values made from its
-    placeholders' fake values; dims that were symbolic stay dynamic (Dim.AUTO)."""
-    import inspect
-
-    from torch.export import Dim
-    from torch.utils._pytree import tree_unflatten
-
-    from ..capture import export_program
-
-    examples, dims = [], []
-    for node in (n for n in gm.graph.nodes if n.op == "placeholder"):
-        val = node.meta.get("val")
-        if not isinstance(val, torch.Tensor):
-            raise ValueError(f"cannot lower this graph: placeholder {node.name} has no example "
-                             "value (meta['val']). Pass the ExportedProgram, ep.module(), or "
-                             "a graph from torch_trt_ref.compiler.lower_program")
-        shape = [d if isinstance(d, int) else (d.node.hint or 2) for d in val.shape]
-        examples.append(torch.rand(shape).to(val.dtype) if val.dtype.is_floating_point
-                        else torch.zeros(shape, dtype=val.dtype))
-        dims.append({i: Dim.AUTO for i, d in enumerate(val.shape) if not isinstance(d, int)}
-                    or None)
-    spec = getattr(gm, "_in_spec", None)
-    if spec is None:
-        args, kwargs, dyn_args, dyn_kwargs = tuple(examples), {}, tuple(dims), {}
-    else:
-        (args, kwargs), (dyn_args, dyn_kwargs) = (tree_unflatten(examples, spec),
-                                                  tree_unflatten(dims, spec))
-    bound = inspect.signature(gm.forward).bind(*dyn_args, **dyn_kwargs).arguments
-    dynamic = dict(bound) if any(d is not None for d in dims) else None
-    return export_program(gm, args, kwargs, dynamic)

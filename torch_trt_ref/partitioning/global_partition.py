@@ -5,6 +5,7 @@ budget (docs/partitioning.md)."""
 
 from __future__ import annotations
 
+from .capability import is_compute_node
 from .dependency_aware import dependency_aware_segments
 from .fast import alternate, fast_start, greedy_phases, linear_segments, phase_units
 from .result import TENSORRT, TORCH, Segment
@@ -22,8 +23,6 @@ def objective(segments: list[Segment]) -> Objective:
     """The global objective of a final plan (after min_block_size and merging), smaller is
     better: fewest TensorRT segments (engines), then fewest target changes between
     consecutive segments, then most compute nodes in TensorRT."""
-    from .capability import is_compute_node
-
     trt = [s for s in segments if s.target == TENSORRT]
     changes = sum(a.target != b.target for a, b in zip(segments, segments[1:]))
     return (len(trt), changes, -sum(is_compute_node(n) for s in trt for n in s.nodes))
@@ -104,8 +103,6 @@ def _report(units: UnitGraph, segments: list[Segment], optimal: bool,
 def _floor(units: UnitGraph, m: int) -> set[int]:
     """Units the default (fast) plan runs in TensorRT: its TensorRT phases that have
     >= m compute nodes."""
-    from .capability import is_compute_node
-
     floor: set[int] = set()
     for target, phase in phase_units(units, alternate(fast_start(units))):
         size = sum(is_compute_node(n) for u in phase for n in units.nodes[u])
@@ -160,8 +157,6 @@ def _exact_plan(units: UnitGraph, m: int, floor: set[int], budget: int,
                 incumbent: Objective):
     """(target, units) per segment of an optimal plan; None past ``budget`` states;
     "incumbent" when no plan is better than ``incumbent``."""
-    from .capability import is_compute_node
-
     n = len(units)
     weight = [sum(map(is_compute_node, units.nodes[u])) for u in range(n)]
     choices = [(TENSORRT,) if u in floor else (TENSORRT, TORCH)

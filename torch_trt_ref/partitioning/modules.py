@@ -8,10 +8,8 @@ from __future__ import annotations
 
 from torch.fx import Node
 
+from ..capture import MODULE_STACK
 from ..settings import CompilationSettings
-
-# meta["custom"] key of a node's module chain: [(path, qualified type name), ...], root first
-MODULE_STACK = "torch_trt_ref.module_stack"
 
 
 def module_stack(node: Node) -> list[tuple[str, str]]:

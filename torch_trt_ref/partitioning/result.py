@@ -8,6 +8,8 @@ from typing import Any
 
 from torch.fx import Node
 
+from .capability import is_compute_node
+
 TENSORRT = "tensorrt"
 TORCH = "torch"
 
@@ -26,8 +28,6 @@ class Segment:
     weight_bytes: int = 0
 
     def compute_size(self) -> int:
-        from .capability import is_compute_node
-
         return sum(1 for n in self.nodes if is_compute_node(n))
 
     def to_json(self) -> dict[str, Any]:

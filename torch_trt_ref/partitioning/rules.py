@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from torch.fx import GraphModule, Node
 
+from .capability import is_compute_node
 from .result import TENSORRT, TORCH, Segment
 from .units import is_tensor_value
 
@@ -13,8 +14,6 @@ def apply_min_block_size(segments: list[Segment], min_block_size: int,
                          reasons: dict[Node, str] | None = None) -> list[Segment]:
     """Accelerator segments (any target but torch) with fewer than ``min_block_size``
     compute nodes (see ``capability.is_compute_node``) run in PyTorch instead."""
-    from .capability import is_compute_node
-
     for seg in segments:
         if seg.target == TORCH:
             continue

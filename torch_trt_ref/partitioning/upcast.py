@@ -10,7 +10,7 @@ import re
 import torch
 from torch.fx import GraphModule, Node
 
-from ..lowering.passes import _insert_call
+from ..lowering.meta import insert_call
 
 HALF = (torch.float16, torch.bfloat16)
 _MISSING_KERNEL = re.compile(r"not implemented for '(Half|BFloat16)'")
@@ -75,7 +75,7 @@ def upcast_missing_kernels(gm: GraphModule, device: torch.device) -> list[str]:
             continue
         dtype = half[0].meta["val"].dtype
         for value in half:
-            up = _insert_call(gm, torch.ops.aten._to_copy.default, (value,), node,
+            up = insert_call(gm, torch.ops.aten._to_copy.default, (value,), node,
                               {"dtype": torch.float32})
             node.replace_input_with(value, up)
         out = node.meta.get("val")
@@ -86,7 +86,7 @@ def upcast_missing_kernels(gm: GraphModule, device: torch.device) -> list[str]:
         users = list(node.users)
         if isinstance(out, torch.Tensor) and out.dtype in HALF:
             anchor = node.next
-            down = _insert_call(gm, torch.ops.aten._to_copy.default, (node,), anchor,
+            down = insert_call(gm, torch.ops.aten._to_copy.default, (node,), anchor,
                                 {"dtype": out.dtype})
             for user in users:
                 user.replace_input_with(node, down)
@@ -95,7 +95,7 @@ def upcast_missing_kernels(gm: GraphModule, device: torch.device) -> list[str]:
                 item = user.meta.get("val")
                 if isinstance(item, torch.Tensor) and item.dtype in HALF:
                     after = list(user.users)
-                    down = _insert_call(gm, torch.ops.aten._to_copy.default, (user,),
+                    down = insert_call(gm, torch.ops.aten._to_copy.default, (user,),
                                         user.next, {"dtype": item.dtype})
                     for later in after:
                         later.replace_input_with(user, down)

@@ -1,13 +1,15 @@
 """``EngineModule``: the nn.Module that stands in for a TensorRT segment in the stitched
-graph; it runs its engine, through the ``execute_engine`` op, with the TensorRT executor or
-the reference executor."""
+graph; it runs its engine, through the ``execute_engine`` op when traced and directly in
+eager calls, with the TensorRT executor or the reference executor."""
 
 from __future__ import annotations
 
 import torch
 
-from ..build import Engine
-from .custom_op import EngineHandle, output_rules
+from .custom_op import EngineHandle
+from .engine import Engine
+from .opaque import HAS_OPAQUE_HANDLES
+from .output_rules import output_rules
 from .trt_executor import tensorrt_unavailable_reason
 
 
@@ -44,7 +46,7 @@ class EngineModule(torch.nn.Module):
 
     @engine.setter
     def engine(self, engine: Engine) -> None:  # e.g. a refit engine: deserialized anew
-        self.handle.engine, self.handle._trt = engine, None
+        self.handle.engine, self.handle._trt, self.handle._reference = engine, None, None
 
     @property
     def executor(self) -> str:
@@ -62,6 +64,23 @@ class EngineModule(torch.nn.Module):
         return (f"executor={self.executor}, layers={self.engine.layer_count}, "
                 f"plan_bytes={self.engine.nbytes}")
 
+    def _apply(self, fn, recurse: bool = True):
+        """``.to(device)`` / ``.cuda()`` / ``.cpu()`` move the engine's weights (the network
+        snapshot the reference executor runs) once; a dtype conversion (``.half()``) leaves
+        them alone: the engine's precision was fixed when it was built."""
+        result = super()._apply(fn, recurse)
+        device = self.handle.device()
+        if device is not None:
+            target = fn(torch.empty(0, device=device)).device
+            if target != device:
+                self.handle.to(target)
+        return result
+
     def forward(self, *args: torch.Tensor):
-        outputs = torch.ops.torch_trt_ref.execute_engine(list(args), self.handle)
+        if not HAS_OPAQUE_HANDLES or (all(type(a) is torch.Tensor for a in args)
+                                      and not torch.compiler.is_compiling()):
+            # eager: straight to the handle (the op's dispatch is for tracing and export)
+            outputs = self.handle.run(list(args))
+        else:
+            outputs = torch.ops.torch_trt_ref.execute_engine(list(args), self.handle)
         return outputs[0] if len(outputs) == 1 else tuple(outputs)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import tempfile
 
 from .._trt import make_logger, to_trt_dtype, trt
+from ..engine_cache import PlanFile
 from .trt_executor import tensorrt_unavailable_reason
 
 # snapshot weight attribute -> TensorRT's WeightsRole
@@ -69,8 +70,6 @@ def refit_plan(plan: bytes, snapshot) -> bytes:
 
 def plan_file_of(data: bytes):
     """An anonymous on-disk ``PlanFile`` holding ``data`` (a refit plan)."""
-    from ..engine_cache import PlanFile
-
     file = tempfile.TemporaryFile(prefix="torch_trt_ref_plan_")
     file.write(data)
     file.flush()

@@ -75,6 +75,11 @@ class WhisperEncoder(torch.nn.Module):
 
 BERT_BASE = dict(hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
                  intermediate_size=3072, vocab_size=30522)
+# The 4-layer BERT of issue 27's GPU latency table: hidden 512, 128 tokens; the vocabulary
+# is cut to 1024 so its saved programs fit a transfer to a GPU machine (an embedding
+# lookup costs the same at any vocabulary size).
+BERT_4LAYER = dict(hidden_size=512, num_hidden_layers=4, num_attention_heads=8,
+                   intermediate_size=2048, vocab_size=1024)
 BERT_2LAYER = dict(hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
                    intermediate_size=512, vocab_size=30522)
 GPT2_124M = dict(n_embd=768, n_layer=12, n_head=12, vocab_size=50257, n_positions=1024,
@@ -147,6 +152,10 @@ EAGER = {"attn_implementation": "eager"}
 ENTRIES = [
     _hf("bert_base", "BertModel", "BertConfig", BERT_BASE,
         "BERT-base BertModel (110M params), 32 tokens"),
+    ZooEntry("bert_4layer", _named(functools.partial(_build, "BertModel", "BertConfig",
+                                                      **BERT_4LAYER), "bert_4layer"),
+             _tokens(BERT_4LAYER["vocab_size"], 128), None, tolerances(), ("transformers",),
+             "BertModel, 4 layers, hidden 512, 8 heads, 128 tokens, vocab 1024 (GPU latency)"),
     _hf("bert_2layer", "BertModel", "BertConfig", BERT_2LAYER,
         "BertModel, 2 layers, hidden 128 (CI variant)", ("quick",)),
     _hf("bert_2layer_eager", "BertModel", "BertConfig", {**BERT_2LAYER, **EAGER},

@@ -9,8 +9,9 @@ from torch.fx import Node
 
 from .. import helpers
 from .._trt_ops import ACT, EW
+from ..blocks.elementwise import binary, select, tensor
+from ..blocks.nodes import all_of, node_args, plain_dtypes
 from ..registry import converter
-from .elementwise import all_of, binary, plain_dtypes, select, tensor
 
 aten = torch.ops.aten
 
@@ -46,7 +47,7 @@ def leaky_relu(ctx, input, negative_slope=0.01):
 
 
 def _elu_supported(node: Node, settings) -> str | None:
-    input_scale = node.kwargs.get("input_scale", node.args[3] if len(node.args) > 3 else 1)
+    input_scale = node_args(node)["input_scale"]
     if input_scale <= 0:
         return "elu with input_scale <= 0 is not supported"
     return None

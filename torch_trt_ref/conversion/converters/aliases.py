@@ -11,7 +11,6 @@ from dataclasses import replace
 import torch
 
 from ..registry import CONVERTERS
-from . import elementwise, resize, shape_ops, slicing  # noqa: F401  (registers the reused)
 
 aten = torch.ops.aten
 
@@ -50,5 +49,8 @@ def register_alias(alias, target, rename: dict, registry=CONVERTERS) -> None:
         registry.register(replace(support, target=alias, implementation=fn))
 
 
-for _alias, (_target, _rename) in ALIASES.items():
-    register_alias(_alias, _target, _rename)
+def register_aliases(registry=CONVERTERS) -> None:
+    """Register every entry of ``ALIASES``; the package runs it once every converter module
+    is imported (``converters/__init__.py``), so the reused converters are registered."""
+    for alias, (target, rename) in ALIASES.items():
+        register_alias(alias, target, rename, registry)

@@ -11,15 +11,12 @@ from torch.fx import Node
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW
+from ..blocks.index import scatter_elements
+from ..blocks.linalg import MAT, attention
+from ..blocks.nodes import fake, fake_input, float_operands, node_args, plain_dtypes
+from ..blocks.reduce import where
+from ..blocks.shape import MODE, pad_slice, repeat_tensor, slice_dim, squeeze_dims
 from ..registry import converter
-from .attention import attention
-from .elementwise import plain_dtypes
-from .matmul import MAT, _float_validator
-from .padding import MODE, pad_slice
-from .reductions import select
-from .scatter import scatter_src
-from .shape_ops import squeeze
-from .slicing import repeat, slice_dim
 
 aten = torch.ops.aten
 
@@ -48,13 +45,13 @@ def matmul_nd(ctx, a, b, transpose_b: bool = False):
 
 
 @converter(aten.matmul.default, aten.dot.default, aten.mv.default,
-           validator=_float_validator, dynamic=True)
+           validator=float_operands, dynamic=True)
 def matmul(ctx, input, other=None, tensor=None, vec=None):
     """matmul(self, other), dot(self, tensor), mv(self, vec): one rule for all three."""
     return matmul_nd(ctx, input, next(x for x in (other, tensor, vec) if x is not None))
 
 
-@converter(aten.linear.default, validator=_float_validator, dynamic=True)
+@converter(aten.linear.default, validator=float_operands, dynamic=True)
 def linear(ctx, input, weight, bias=None):
     """x @ weight^T (+ bias); the weight is read transposed, not copied."""
     out = matmul_nd(ctx, input, weight, transpose_b=True)
@@ -74,18 +71,18 @@ def detach(ctx, input):
 
 @converter(aten.squeeze.dim, dynamic=True)
 def squeeze_dim(ctx, input, dim):
-    return squeeze(ctx, input, [dim])
+    return squeeze_dims(ctx, input, [dim])
 
 
 @converter(aten.tile.default, dynamic=True)
 def tile(ctx, input, dims):
-    """repeat with ``dims`` padded by leading 1s to the input's rank (a longer ``dims``
-    adds leading dims, as repeat does)."""
-    return repeat(ctx, input, [1] * (len(input.shape) - len(dims)) + list(dims))
+    """tile with ``dims`` padded by leading 1s to the input's rank (a longer ``dims``
+    adds leading dims, as tile does)."""
+    return repeat_tensor(ctx, input, [1] * (len(input.shape) - len(dims)) + list(dims))
 
 
 def _shuffle_ok(node: Node, settings) -> str | None:
-    if node.args[0].meta["val"].dim() < 3:
+    if fake_input(node).dim() < 3:
         return "pixel (un)shuffle needs a tensor of rank >= 3"
     return None
 
@@ -127,7 +124,7 @@ _PAD_MODES = {"reflect": MODE.REFLECT, "replicate": MODE.CLAMP, "circular": MODE
 
 
 def _pad_ok(node: Node, settings) -> str | None:
-    mode = node.args[2] if len(node.args) > 2 else node.kwargs.get("mode", "constant")
+    mode = node_args(node)["mode"]
     if mode != "constant" and mode not in _PAD_MODES:
         return f"pad mode {mode!r} is not supported"
     return None
@@ -157,7 +154,7 @@ def index_copy(ctx, input, dim, index, source):
     shape = [1] * len(sizes)
     shape[dim] = sizes[dim]
     index = D.reshape(ctx, helpers.itensor(ctx, index, torch.int64), shape)
-    return scatter_src(ctx, x, dim, D.broadcast_to(ctx, index, sizes), src)
+    return scatter_elements(ctx, x, dim, D.broadcast_to(ctx, index, sizes), src)
 
 
 @converter(aten.linalg_cross.default, validator=plain_dtypes, dynamic=True)
@@ -182,17 +179,15 @@ def linalg_cross(ctx, input, other, dim=-1):
 
 
 def _sdpa_ok(node: Node, settings) -> str | None:
-    args = dict(zip(("query", "key", "value", "attn_mask", "dropout_p", "is_causal"),
-                    node.args))
-    args.update(node.kwargs)
-    if args.get("dropout_p", 0.0) != 0.0:
+    args = node_args(node)
+    if args["dropout_p"] != 0.0:
         return "attention dropout is random and stays in PyTorch"
-    if args.get("enable_gqa", False):
-        q, k = (node.args[i].meta["val"] for i in (0, 1))
+    if args["enable_gqa"]:
+        q, k = fake(args["query"]), fake(args["key"])
         hq, hk = q.shape[-3], k.shape[-3]
         if not (isinstance(hq, int) and isinstance(hk, int)) or hk == 0 or hq % hk:
             return "grouped-query attention needs static head counts, query's a multiple of key's"
-    if node.args[0].meta["val"].dtype not in (torch.float32, torch.float16, torch.bfloat16):
+    if fake(args["query"]).dtype not in (torch.float32, torch.float16, torch.bfloat16):
         return "attention takes float inputs only"
     return None
 
@@ -209,7 +204,7 @@ def scaled_dot_product_attention(ctx, query, key, value, attn_mask=None, dropout
         key, value = _repeat_heads(ctx, key, groups), _repeat_heads(ctx, value, groups)
     bias = attn_mask
     if bias is not None and helpers.dtype_of(bias) == torch.bool:
-        bias = select(ctx, helpers.itensor(ctx, bias), 0.0, float("-inf"))
+        bias = where(ctx, helpers.itensor(ctx, bias), 0.0, float("-inf"))
     out, _ = attention(ctx, helpers.itensor(ctx, query), key, value, bias, is_causal, scale)
     return out
 

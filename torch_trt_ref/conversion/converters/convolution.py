@@ -10,8 +10,9 @@ import torch
 from ..._trt import trt
 from .. import helpers
 from ..args import conv_params
+from ..blocks.nodes import fake, float_only, is_static, node_args
+from ..blocks.shape import drop_dim
 from ..registry import converter
-from ._nn_common import drop_dim, float_only, is_static, meta, node_args
 
 aten = torch.ops.aten
 
@@ -21,7 +22,7 @@ def _conv_validator(node, settings) -> Optional[str]:
     reason = float_only(node, "convolution")
     if reason:
         return reason
-    x, w = meta(args["input"]), meta(args["weight"])
+    x, w = fake(args["input"]), fake(args["weight"])
     nd = w.dim() - 2
     if nd not in (1, 2, 3):
         return f"convolution over {nd} spatial dims is not supported"

@@ -8,36 +8,19 @@ import torch
 from ... import _trt
 from .. import dims as D
 from .. import helpers
+from ..blocks.index import filled
+from ..blocks.nodes import node_args, strided_only
 from ..registry import converter
 
 aten = torch.ops.aten
 
 
-def _strided_only(node, settings):
-    layout = node.kwargs.get("layout")
-    if layout not in (None, torch.strided):
-        return f"layout {layout} is not supported"
-    return None
-
-
-def filled(ctx, dims, value, dtype: torch.dtype):
-    """A tensor of shape ``dims`` holding ``value`` (a Python scalar or a 1-element
-    ITensor): a constant of shape [1] * rank broadcast by a stride-0 slice."""
-    dims = [D.as_dim(ctx, d) for d in dims]
-    ones = [1] * len(dims)
-    if helpers.is_tensor(value):
-        scalar = D.reshape(ctx, helpers.cast(ctx, value, dtype), ones)
-    else:
-        scalar = ctx.constant(torch.full(ones, value, dtype=dtype))
-    return D.broadcast_to(ctx, scalar, dims)
-
-
-@converter(aten.full.default, validator=_strided_only, dynamic=True)
+@converter(aten.full.default, validator=strided_only, dynamic=True)
 def full(ctx, size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
     return filled(ctx, size, fill_value, ctx.out_dtype)
 
 
-@converter(aten.full_like.default, validator=_strided_only, dynamic=True)
+@converter(aten.full_like.default, validator=strided_only, dynamic=True)
 @D.itensor_input
 def full_like(ctx, input, fill_value, dtype=None, layout=None, device=None, pin_memory=None,
               memory_format=None):
@@ -47,18 +30,18 @@ def full_like(ctx, input, fill_value, dtype=None, layout=None, device=None, pin_
 # Note [Empty tensors]: torch leaves ``empty`` uninitialized; we emit zeros, which is one
 # of the values torch may return. Conformance cases compare only shape and dtype.
 @converter(aten.empty.memory_format, aten.empty_permuted.default, aten.empty_strided.default,
-           validator=_strided_only, dynamic=True)
+           validator=strided_only, dynamic=True)
 def empty(ctx, size, *args, **kwargs):
     return filled(ctx, size, 0, ctx.out_dtype)
 
 
-@converter(aten.new_empty_strided.default, validator=_strided_only, dynamic=True)
+@converter(aten.new_empty_strided.default, validator=strided_only, dynamic=True)
 @D.itensor_input
 def new_empty_strided(ctx, input, size, stride, **kwargs):
     return filled(ctx, size, 0, ctx.out_dtype)
 
 
-@converter(aten.scalar_tensor.default, validator=_strided_only, dynamic=True)
+@converter(aten.scalar_tensor.default, validator=strided_only, dynamic=True)
 def scalar_tensor(ctx, s, dtype=None, layout=None, device=None, pin_memory=None):
     if helpers.is_tensor(s):
         return D.reshape(ctx, helpers.cast(ctx, s, ctx.out_dtype), [])
@@ -66,8 +49,8 @@ def scalar_tensor(ctx, s, dtype=None, layout=None, device=None, pin_memory=None)
 
 
 def _arange_ok(node, settings):
-    reason = _strided_only(node, settings)
-    step = node.args[2] if len(node.args) > 2 else node.kwargs.get("step", 1)
+    reason = strided_only(node, settings)
+    step = node_args(node)["step"]
     if reason is None and isinstance(step, torch.fx.Node):
         return "a symbolic arange step is not supported"
     return reason
@@ -100,7 +83,7 @@ def arange(ctx, start, end, step=1, dtype=None, layout=None, device=None, pin_me
     return ctx.name_layer(layer, "arange").get_output(0)
 
 
-@converter(aten.tril_indices.default, aten.triu_indices.default, validator=_strided_only)
+@converter(aten.tril_indices.default, aten.triu_indices.default, validator=strided_only)
 def tri_indices(ctx, row, col, offset=0, dtype=None, layout=None, device=None,
                 pin_memory=None):
     fn = torch.tril_indices if ctx.node.target == aten.tril_indices.default \

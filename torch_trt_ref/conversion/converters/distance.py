@@ -11,8 +11,9 @@ import torch
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED, UN
+from ..blocks.nodes import fake, fake_input, float_only, node_args
+from ..blocks.shape import index_vector
 from ..registry import converter
-from ._nn_common import float_only, meta, node_args, positions
 
 aten = torch.ops.aten
 
@@ -50,7 +51,7 @@ def _cdist_validator(node, settings) -> Optional[str]:
     if reason:
         return reason
     args = node_args(node)
-    if {meta(args["x1"]).dtype, meta(args["x2"]).dtype} != {meta(args["x1"]).dtype}:
+    if {fake(args["x1"]).dtype, fake(args["x2"]).dtype} != {fake(args["x1"]).dtype}:
         return "cdist inputs of different dtypes"
     return _p_reason(args["p"])
 
@@ -71,7 +72,7 @@ def _pdist_validator(node, settings) -> Optional[str]:
     reason = float_only(node, "pdist")
     if reason:
         return reason
-    n = meta(node.args[0]).shape[0]
+    n = fake_input(node).shape[0]
     if isinstance(n, int) and n < 2:
         return "pdist needs at least 2 rows"
     return _p_reason(node_args(node)["p"])
@@ -87,8 +88,8 @@ def _pairs_dynamic(ctx, n):
     starts at offset(i) = i (2n - i - 1) / 2 of the condensed output, so pair k has
     i = #{r > 0 : offset(r) <= k} and j = k - offset(i) + i + 1 (exact integer math)."""
     count = D.dim_op(ctx, "floordiv", D.dim_op(ctx, "mul", n, D.dim_op(ctx, "sub", n, 1)), 2)
-    k = positions(ctx, count)
-    r = positions(ctx, n)
+    k = index_vector(ctx, count)
+    r = index_vector(ctx, n)
     twice = helpers.elementwise(ctx, EW.PROD, r, helpers.elementwise(
         ctx, EW.SUB, helpers.elementwise(ctx, EW.SUB, D.dim_op(ctx, "mul", n, 2), r), 1,
         torch.int64))

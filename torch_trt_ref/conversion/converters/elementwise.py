@@ -12,125 +12,30 @@ from torch.fx import Node
 
 from .. import helpers
 from .._trt_ops import EW, UN
+from ..blocks.elementwise import (
+    binary,
+    floor_divide,
+    is_negative,
+    is_scalar,
+    opmath,
+    select,
+    tensor,
+    to_bool,
+    trunc_divide,
+    unary,
+)
+from ..blocks.nodes import all_of, plain_dtypes
 from ..registry import converter
 
 aten = torch.ops.aten
-HALF = (torch.float16, torch.bfloat16)
-
-# Note [Bool arithmetic]: torch allows add/mul/maximum/minimum on bool (logical or/and);
-# TensorRT's arithmetic ops reject bool, its logical ops take only bool.
-_BOOL_EQUIVALENT = {EW.SUM: EW.OR, EW.PROD: EW.AND, EW.MAX: EW.OR, EW.MIN: EW.AND}
 
 
 # ---------------------------------------------------------------------------------------
 # Building blocks.
 
-def opmath(dtype: torch.dtype) -> torch.dtype:
-    """The dtype a composite op computes in: float32 for half types, as torch's opmath
-    does, so a chain of layers does not round after every step."""
-    return torch.float32 if dtype in HALF else dtype
-
-
-def tensor(ctx, x: Any, dtype: torch.dtype):
-    """``x`` (ITensor, constant tensor or Python number) as an ITensor of ``dtype``."""
-    if isinstance(x, (bool, int, float)):
-        x = torch.tensor(x, dtype=dtype)
-    return helpers.itensor(ctx, x, dtype)
-
-
-def binary(ctx, op, a: Any, b: Any, dtype: torch.dtype):
-    """``a <op> b`` computed in ``dtype`` with numpy broadcasting."""
-    if dtype == torch.bool:
-        op = _BOOL_EQUIVALENT.get(op, op)
-    # Python numbers become constant tensors; helpers.elementwise gives constants their
-    # broadcast rank before making layers (no extra shuffle).
-    a, b = (torch.tensor(v, dtype=dtype) if _is_scalar(v) else v for v in (a, b))
-    return helpers.elementwise(ctx, op, a, b, dtype)
-
-
-def unary(ctx, op, x):
-    return helpers.unary(ctx, op, x)
-
-
-def select(ctx, condition, a, b):
-    """``where(condition, a, b)`` for ITensors; a and b share a dtype, ranks broadcast."""
-    rank = max(len(t.shape) for t in (condition, a, b))
-    condition, a, b = (helpers.expand_rank(ctx, t, rank) for t in (condition, a, b))
-    return ctx.name_layer(ctx.net.add_select(condition, a, b), "select").get_output(0)
-
-
-def to_bool(ctx, x: Any):
-    """torch's truthiness: nonzero (NaN included) is True."""
-    if isinstance(x, (bool, int, float)):
-        return tensor(ctx, bool(x), torch.bool)
-    x = helpers.itensor(ctx, x)
-    if helpers.dtype_of(x) == torch.bool:
-        return x
-    return unary(ctx, UN.NOT, binary(ctx, EW.EQUAL, x, 0, helpers.dtype_of(x)))
-
-
-def is_negative(ctx, x):
-    """Sign bit of ``x``: true for negative numbers, -0.0 and -inf (1/-0.0 is -inf)."""
-    dtype = helpers.dtype_of(x)
-    below = binary(ctx, EW.LESS, x, 0, dtype)
-    if not dtype.is_floating_point:
-        return below
-    recip_below = binary(ctx, EW.LESS, unary(ctx, UN.RECIP, x), 0, dtype)
-    return binary(ctx, EW.OR, below, recip_below, torch.bool)
-
-
-def trunc(ctx, x):
-    """Round a float ITensor toward zero (TensorRT has no TRUNC)."""
-    negative = binary(ctx, EW.LESS, x, 0, helpers.dtype_of(x))
-    return select(ctx, negative, unary(ctx, UN.CEIL, x), unary(ctx, UN.FLOOR, x))
-
-
-def floor_divide(ctx, a, b, dtype):
-    """Python's ``a // b`` (rounds toward -inf) for ints and floats."""
-    return binary(ctx, EW.FLOOR_DIV, a, b, dtype)
-
-
-def trunc_divide(ctx, a, b, dtype):
-    """C's ``a / b`` (rounds toward zero). Note [Integer division]: the TensorRT docs do not
-    state how DIV rounds integers, so ints use sign(a) * sign(b) * (|a| // |b|)."""
-    if dtype.is_floating_point:
-        return trunc(ctx, binary(ctx, EW.DIV, a, b, dtype))
-    a, b = tensor(ctx, a, dtype), tensor(ctx, b, dtype)
-    quotient = floor_divide(ctx, unary(ctx, UN.ABS, a), unary(ctx, UN.ABS, b), dtype)
-    sign = binary(ctx, EW.PROD, unary(ctx, UN.SIGN, a), unary(ctx, UN.SIGN, b), dtype)
-    return binary(ctx, EW.PROD, quotient, sign, dtype)
-
-
-def _is_scalar(x: Any) -> bool:
-    return isinstance(x, (bool, int, float))
-
 
 # ---------------------------------------------------------------------------------------
 # Validators shared by the elementwise, unary and activation families.
-
-_QUANTIZED = (torch.int8, torch.uint8)
-
-
-def plain_dtypes(node: Node, settings) -> str | None:
-    """Reject int8/uint8: TensorRT treats int8 as a quantized type and has no uint8 math,
-    so neither follows torch's wrapping integer arithmetic."""
-    for val in [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]:
-        if isinstance(val, torch.Tensor) and val.dtype in _QUANTIZED:
-            return f"{val.dtype} math is not supported (TensorRT: int8 is quantized, no uint8 math)"
-    return None
-
-
-def all_of(*validators: Callable) -> Callable:
-    """A validator that returns the first reason any of ``validators`` gives."""
-
-    def check(node: Node, settings) -> str | None:
-        for validator in validators:
-            reason = validator(node, settings)
-            if reason is not None:
-                return reason
-        return None
-
-    return check
 
 
 # ---------------------------------------------------------------------------------------
@@ -164,7 +69,7 @@ def pow_(ctx, input, exponent):
     """Small integral scalar exponents (x**2, x**3, as in GELU-tanh) become products: exact,
     and defined for negative bases whatever POW does with them."""
     dtype = ctx.out_dtype
-    if _is_scalar(exponent) and exponent in (2, 3):
+    if is_scalar(exponent) and exponent in (2, 3):
         x = tensor(ctx, input, dtype)
         out = binary(ctx, EW.PROD, x, x, dtype)
         return binary(ctx, EW.PROD, out, x, dtype) if exponent == 3 else out
@@ -215,7 +120,7 @@ def _atan2(ctx, y, x, dtype):
 
 def _copysign(ctx, a, b, dtype):
     magnitude = unary(ctx, UN.ABS, tensor(ctx, a, dtype))
-    if _is_scalar(b):
+    if is_scalar(b):
         return unary(ctx, UN.NEG, magnitude) if math.copysign(1, b) < 0 else magnitude
     return select(ctx, is_negative(ctx, tensor(ctx, b, dtype)), unary(ctx, UN.NEG, magnitude),
                   magnitude)

@@ -11,10 +11,11 @@ from torch.fx import Node
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED, UN
+from ..blocks.index import gather
+from ..blocks.linalg import MAT
+from ..blocks.nodes import fake, node_args
+from ..blocks.reduce import arange, reduce, where
 from ..registry import converter
-from .indexing import gather
-from .matmul import MAT
-from .reductions import arange, reduce, select
 
 aten = torch.ops.aten
 SUM, MEAN, MAX = 0, 1, 2
@@ -28,10 +29,11 @@ def _bag_ok(node: Node, settings) -> str | None:
         if user.target is not operator.getitem or user.args[1] != 0:
             return "embedding_bag's offset2bag, bag_size and max_indices outputs are not " \
                    "produced (only the bags)"
-    weight = node.args[0].meta["val"]
+    args = node_args(node)
+    weight = fake(args["weight"])
     if weight.dtype not in FLOATS:
         return f"embedding_bag of {weight.dtype} weights is not supported"
-    if node.args[1].meta["val"].dim() != 1:
+    if fake(args["indices"]).dim() != 1:
         return "embedding_bag takes 1-D indices with offsets"
     return None
 
@@ -74,10 +76,10 @@ def embedding_bag(ctx, weight, indices, offsets, scale_grad_by_freq=False, mode=
     member = bag_membership(ctx, indices, offsets, n, bags, padding_idx)
     size = reduce(ctx, RED.SUM, helpers.cast(ctx, member, torch.int32), [1], True)
     if mode == MAX:
-        masked = select(ctx, D.reshape(ctx, member, [bags, n, 1]),
+        masked = where(ctx, D.reshape(ctx, member, [bags, n, 1]),
                         D.reshape(ctx, rows, [1, n, -1]), float("-inf"))
         out = reduce(ctx, RED.MAX, helpers.cast(ctx, masked, dtype), [1], False)
-        out = select(ctx, helpers.elementwise(ctx, EW.GREATER, size, 0), out, 0.0)
+        out = where(ctx, helpers.elementwise(ctx, EW.GREATER, size, 0), out, 0.0)
         return helpers.cast(ctx, out, dtype), None, None, None
     scale = helpers.cast(ctx, member, dtype)
     if per_sample_weights is not None:

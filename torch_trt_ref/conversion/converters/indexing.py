@@ -10,50 +10,14 @@ from ..._trt import IS_RTX, trt
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED, UN
+from ..blocks.index import broadcast_dims, gather, scatter_reduce_sum, wrap_negative
+from ..blocks.nodes import fake, fake_input, node_args
+from ..blocks.reduce import reduce, where
 from ..registry import converter
-from .reductions import reduce, select
-from .scatter import scatter_reduce_sum
 
 aten = torch.ops.aten
 INDEX_DTYPES = (torch.int32, torch.int64)
 
-
-def _val(node):
-    return node.meta["val"] if isinstance(node, torch.fx.Node) else node
-
-
-def _gather_shape(data, indices, axis: int, mode) -> list[int]:
-    if mode == trt.GatherMode.ELEMENT:
-        return list(indices.shape)
-    return list(data.shape[:axis]) + list(indices.shape) + list(data.shape[axis + 1:])
-
-
-def gather(ctx, data, indices, axis: int, mode=None):
-    """A GatherLayer; empty ``indices`` give an empty slice of ``data`` instead (TensorRT
-    cannot infer the shape of a gather with no indices)."""
-    if mode in (None, trt.GatherMode.ELEMENT) and 0 in tuple(indices.shape):
-        shape = _gather_shape(data, indices, axis, mode)
-        if all(d >= 0 for d in shape) and all(d >= 0 for d in data.shape):
-            rank = len(data.shape)
-            empty = D.slice_nd(ctx, data, [0] * rank, [0] * rank, [1] * rank)
-            return D.reshape(ctx, empty, shape)
-    layer = ctx.net.add_gather(data, indices, axis)
-    if mode is not None:
-        layer.mode = mode
-    return ctx.name_layer(layer, "gather").get_output(0)
-
-
-def wrap_negative(ctx, index, size: D.Dim):
-    """torch's negative indices count from the end: index + size where index < 0."""
-    if isinstance(index, torch.Tensor):
-        if not helpers.is_tensor(size):
-            return ctx.constant(torch.where(index < 0, index + size, index).long())
-        index = ctx.constant(index.long())
-    index = helpers.cast(ctx, index, torch.int64)
-    negative = helpers.elementwise(ctx, EW.LESS, index, 0)
-    shifted = helpers.elementwise(ctx, EW.SUM, index, D.reshape(ctx, D.as_dim(
-        ctx, size), []) if helpers.is_tensor(size) else size)
-    return select(ctx, negative, shifted, index)
 
 
 @converter(aten.embedding.default, dynamic=True)
@@ -74,7 +38,7 @@ def index_select(ctx, input, dim, index):
 
 
 def _gather_ok(node, settings):
-    if node.args[0].meta["val"].dim() == 0:
+    if fake_input(node).dim() == 0:
         return "gather of a 0-d tensor is not supported"
     return None
 
@@ -93,28 +57,13 @@ def gather_elements(ctx, input, dim, index, sparse_grad=False):
 # GatherND over x with the indexed dims moved to the front.
 
 def _index_ok(node, settings):
-    indices = node.args[1]
+    indices = node_args(node)["indices"]
     for index in indices:
-        if index is not None and _val(index).dtype not in INDEX_DTYPES:
-            return f"{_val(index).dtype} index tensors (masks) have data-dependent shapes"
+        if index is not None and fake(index).dtype not in INDEX_DTYPES:
+            return f"{fake(index).dtype} index tensors (masks) have data-dependent shapes"
     if not any(i is not None for i in indices):
         return "no index tensor"
     return None
-
-
-def broadcast_dims(ctx, shapes: list[list[D.Dim]]) -> list[D.Dim]:
-    """numpy broadcasting of several shapes (dynamic dims: the max, as sizes are 1 or n)."""
-    rank = max(len(s) for s in shapes)
-    out: list[D.Dim] = []
-    for i in range(rank):
-        dim: D.Dim = 1
-        for shape in shapes:
-            d = ([1] * (rank - len(shape)) + list(shape))[i]
-            if not helpers.is_tensor(d) and d == 1:
-                continue
-            dim = d if not helpers.is_tensor(dim) and dim == 1 else D.dim_op(ctx, "max", dim, d)
-        out.append(dim)
-    return out
 
 
 class Indexing:
@@ -173,9 +122,9 @@ def index(ctx, input, indices):
 
 
 def _index_put_ok(node, settings):
-    indices, values = node.args[1], _val(node.args[2])
-    accumulate = node.args[3] if len(node.args) > 3 else node.kwargs.get("accumulate", False)
-    kinds = [_val(i).dtype for i in indices if i is not None]
+    args = node_args(node)
+    indices, values, accumulate = args["indices"], fake(args["values"]), args["accumulate"]
+    kinds = [fake(i).dtype for i in indices if i is not None]
     if kinds and all(k == torch.bool for k in kinds) and len(kinds) == 1:
         if indices[0] is None or accumulate or values.numel() != 1:
             return "a mask index is supported only as x[mask] = scalar"
@@ -196,7 +145,7 @@ def index_put(ctx, input, indices, values, accumulate=False):
         mask = helpers.itensor(ctx, indices[0])
         mask = D.reshape(ctx, mask, D.dims_of(ctx, mask) + [1] * (len(input.shape) -
                                                                  len(mask.shape)))
-        return select(ctx, mask, D.reshape(ctx, values, []), input)
+        return where(ctx, mask, D.reshape(ctx, values, []), input)
     layout = Indexing(ctx, input, indices)
     updates = D.broadcast_to(ctx, values, layout.result_dims())
     order = layout.result_order()

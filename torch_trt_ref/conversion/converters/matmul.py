@@ -3,26 +3,15 @@ onto IMatrixMultiplyLayer (floating point only: TensorRT has no integer matmul).
 
 from __future__ import annotations
 
-from typing import Optional
-
 import torch
 
-from ..._trt import trt
 from .. import helpers
 from .._trt_ops import EW, RED
+from ..blocks.linalg import MAT
+from ..blocks.nodes import float_operands
 from ..registry import converter
-from ._nn_common import FLOAT_DTYPES, meta
 
 aten = torch.ops.aten
-MAT = trt.MatrixOperation
-
-
-def _float_validator(node, settings) -> Optional[str]:
-    dtypes = {meta(n).dtype for n in node.all_input_nodes}
-    if not dtypes <= set(FLOAT_DTYPES):
-        names = sorted(str(d).removeprefix("torch.") for d in dtypes)
-        return f"TensorRT matrix multiply takes fp32/fp16/bf16 only (got {names})"
-    return None
 
 
 def _operand(ctx, x, op, dtype):
@@ -55,25 +44,25 @@ def _scaled_add(ctx, product, input, beta, alpha):
     return helpers.elementwise(ctx, EW.SUM, product, input, dtype)
 
 
-@converter(aten.mm.default, aten.bmm.default, validator=_float_validator, dynamic=True,
+@converter(aten.mm.default, aten.bmm.default, validator=float_operands, dynamic=True,
            constants=("input", "mat2"))
 def mm(ctx, input, mat2):
     return _matmul(ctx, input, mat2)
 
 
-@converter(aten.addmm.default, validator=_float_validator, dynamic=True,
+@converter(aten.addmm.default, validator=float_operands, dynamic=True,
            constants=("mat1", "mat2"))
 def addmm(ctx, input, mat1, mat2, beta=1, alpha=1):
     return _scaled_add(ctx, _matmul(ctx, mat1, mat2), input, beta, alpha)
 
 
-@converter(aten.addmv.default, validator=_float_validator, dynamic=True,
+@converter(aten.addmv.default, validator=float_operands, dynamic=True,
            constants=("mat", "vec"))
 def addmv(ctx, input, mat, vec, beta=1, alpha=1):
     return _scaled_add(ctx, _matmul(ctx, mat, vec, MAT.VECTOR), input, beta, alpha)
 
 
-@converter(aten.addbmm.default, validator=_float_validator, dynamic=True,
+@converter(aten.addbmm.default, validator=float_operands, dynamic=True,
            constants=("batch1", "batch2"))
 def addbmm(ctx, input, batch1, batch2, beta=1, alpha=1):
     """The batch of products is summed: beta * input + alpha * sum_b(batch1[b] @ batch2[b])."""

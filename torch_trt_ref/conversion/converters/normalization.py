@@ -10,15 +10,9 @@ import torch
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED, UN
+from ..blocks.nodes import extra_outputs_used, fake, fake_input, float_only, node_args
+from ..blocks.shape import channel_itensor, reshape_like
 from ..registry import converter
-from ._nn_common import (
-    channel_itensor,
-    extra_outputs_used,
-    float_only,
-    meta,
-    node_args,
-    reshape_like,
-)
 
 aten = torch.ops.aten
 # folded in torch (and refit by the weight program) when constant: _arith
@@ -57,12 +51,13 @@ def _bn_validator(node, settings) -> Optional[str]:
     reason = _no_extra_outputs("batch norm")(node, settings)
     if reason:
         return reason
-    x = meta(node.args[0])
+    args = node_args(node)
+    x = fake(args["input"])
     if x.dim() < 2:
         return "batch norm needs an input of rank >= 2"
     # instance norm lowers to batch statistics over (1, N * C, ...): a dynamic channel dim
     # without affine parameters
-    affine = any(a is not None for a in node.args[1:3])
+    affine = args["weight"] is not None or args["bias"] is not None
     if not isinstance(x.shape[1], int) and affine:
         return "batch norm with affine parameters needs a static channel dim"
     return None
@@ -190,7 +185,7 @@ def _group_norm_validator(node, settings) -> Optional[str]:
     reason = float_only(node, "group norm")
     if reason:
         return reason
-    x = meta(node.args[0])
+    x = fake_input(node)
     if x.dim() < 2 or not isinstance(x.shape[1], int):
         return "group norm needs an input of rank >= 2 with a static channel dim"
     return None

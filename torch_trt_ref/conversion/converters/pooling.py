@@ -12,17 +12,9 @@ from ..._trt import trt
 from .. import helpers
 from .._trt_ops import EW, RED, UN
 from ..args import per_dim, pool_params
+from ..blocks.nodes import extra_outputs_used, fake_input, float_only, node_args
+from ..blocks.shape import MODE, add_leading_one, drop_dim, index_vector, pad_slice
 from ..registry import converter
-from ._nn_common import (
-    add_leading_one,
-    drop_dim,
-    extra_outputs_used,
-    float_only,
-    meta,
-    node_args,
-    positions,
-)
-from .padding import MODE, pad_slice
 
 aten = torch.ops.aten
 POOL = trt.PoolingType
@@ -73,7 +65,7 @@ def _common_reason(node, nd: int, what: str) -> Optional[str]:
     reason = float_only(node, what)
     if reason:
         return reason
-    x = meta(node.args[0])
+    x = fake_input(node)
     if x.dim() not in (nd + 1, nd + 2):
         return f"{what} expects a {nd + 1}-d or {nd + 2}-d input"
     return None
@@ -243,7 +235,7 @@ def _window_mask(ctx, n, m: int):
     end = helpers.elementwise(ctx, EW.PROD, i + 1, n)
     end = helpers.elementwise(ctx, EW.FLOOR_DIV, helpers.elementwise(
         ctx, EW.SUM, end, m - 1, torch.int64), m, torch.int64)
-    j = helpers.reshape(ctx, positions(ctx, n), [1, n])
+    j = helpers.reshape(ctx, index_vector(ctx, n), [1, n])
     before = helpers.elementwise(ctx, EW.LESS, j, start, torch.int64)
     inside = helpers.elementwise(ctx, EW.LESS, j, end, torch.int64)
     mask = ctx.net.add_elementwise(helpers.unary(ctx, UN.NOT, before), inside, EW.AND)

@@ -9,9 +9,10 @@ import torch
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED
+from ..blocks.elementwise import trunc_divide
+from ..blocks.nodes import plain_dtypes
+from ..blocks.reduce import REDUCIBLE, reduce
 from ..registry import converter
-from .elementwise import plain_dtypes, trunc_divide
-from .reductions import REDUCIBLE, reduce
 
 prims = torch.ops.prims
 

@@ -11,9 +11,9 @@ from ..._trt import to_trt_dtype, trt
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, UN
+from ..blocks.index import MAX_K, filled, topk_layer
+from ..blocks.nodes import node_args, strided_only
 from ..registry import converter
-from .creation import _strided_only, filled
-from .sorting import MAX_K, topk_layer
 
 aten = torch.ops.aten
 FILL = trt.FillOperation
@@ -46,7 +46,7 @@ def random_fill(ctx, size, operation, alpha: float, beta: float, dtype: torch.dt
 
 
 def _float_out(node: Node, settings) -> str | None:
-    reason = _strided_only(node, settings)
+    reason = strided_only(node, settings)
     dtype = node.meta["val"].dtype
     if reason is None and dtype not in (torch.float32, torch.float16, torch.bfloat16):
         return f"random {dtype} values are not supported (TensorRT draws fp32/fp16)"
@@ -74,15 +74,15 @@ def randn(ctx, size, dtype=None, layout=None, device=None, pin_memory=None):
 
 
 def _randint_ok(node: Node, settings) -> str | None:
-    low, high = (node.args[0], node.args[1]) if node.target == aten.randint.low \
-        else (0, node.args[0])
+    args = node_args(node)
+    low, high = args.get("low", 0), args["high"]
     if isinstance(low, Node) or isinstance(high, Node):
         return "symbolic randint bounds are not supported"
     if not 0 < high - low <= MAX_INT_RANGE:
         return f"randint range must hold 1 to 2**24 integers (got [{low}, {high}))"
     if node.meta["val"].dtype not in (torch.int32, torch.int64) + FILL_DTYPES:
         return f"randint to {node.meta['val'].dtype} is not supported"
-    return _strided_only(node, settings)
+    return strided_only(node, settings)
 
 
 def uniform_integers(ctx, size, low: int, high: int, dtype: torch.dtype):
@@ -104,14 +104,14 @@ def randint_low(ctx, low, high, size, dtype=None, layout=None, device=None, pin_
 
 
 def _randperm_ok(node: Node, settings) -> str | None:
-    n = node.args[0]
+    n = node_args(node)["n"]
     if isinstance(n, Node):
         return "a symbolic randperm length is not supported (TopK's k must be known)"
     if not 1 <= n <= MAX_K:
         return f"randperm supports 1 <= n <= {MAX_K} (TopK's k limit), got {n}"
     if node.meta["val"].dtype not in (torch.int32, torch.int64) + FILL_DTYPES:
         return f"randperm to {node.meta['val'].dtype} is not supported"
-    return _strided_only(node, settings)
+    return strided_only(node, settings)
 
 
 @converter(aten.randperm.default, validator=_randperm_ok)
@@ -124,8 +124,8 @@ def randperm(ctx, n, dtype=None, layout=None, device=None, pin_memory=None):
 
 
 def _eval_dropout(node: Node, settings) -> str | None:
-    train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train")
-    p = node.args[1] if len(node.args) > 1 else node.kwargs.get("p")
+    args = node_args(node)
+    train, p = args["train"], args["p"]
     if train is not False and p != 0:
         return "training-mode dropout is random and stays in PyTorch"
     return None

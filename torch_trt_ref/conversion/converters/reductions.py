@@ -1,62 +1,19 @@
 """Reduction converters: the IReduceLayer family (sum, mean, prod, amax/amin, max/min, any),
 first-index arg-reductions (argmax/argmin, max.dim/min.dim), variance, softmax and
-log-softmax; plus the small building blocks (reduce, arange, select) other families use."""
+log-softmax; plus the small building blocks (reduce, arange, where) other families use."""
 
 from __future__ import annotations
 
 import torch
 
-from ..._trt import to_trt_dtype, trt
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED, UN
+from ..blocks.nodes import fake_input, floating_point_input
+from ..blocks.reduce import REDUCIBLE, positions, reduce, reduce_dims, where
 from ..registry import converter
 
 aten = torch.ops.aten
-# IReduceLayer / ICumulativeLayer accept these types; bool and 8-bit types go via int32.
-REDUCIBLE = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64)
-
-
-def reduce_dims(dim, rank: int) -> list[int]:
-    """torch's reduction dims: None or [] means every dim; negatives count from the end."""
-    if dim is None:
-        return list(range(rank))
-    dims = [dim] if isinstance(dim, int) else list(dim)
-    return sorted({helpers.normalize_dim(d, rank) for d in dims}) or list(range(rank))
-
-
-def reduce(ctx, op, x, dims: list[int], keepdim: bool):
-    """One IReduceLayer; a 0-d input is its own reduction."""
-    if len(x.shape) == 0:
-        return x
-    layer = ctx.net.add_reduce(x, op, helpers.axes_mask(dims, len(x.shape)), keepdim)
-    return ctx.name_layer(layer, "reduce").get_output(0)
-
-
-def arange(ctx, n: D.Dim, dtype: torch.dtype = torch.int64):
-    """[0, 1, ..., n-1]; a LINSPACE fill when ``n`` is only known at run time."""
-    if not helpers.is_tensor(n):
-        return ctx.constant(torch.arange(int(n), dtype=dtype))
-    layer = ctx.net.add_fill((1,), trt.FillOperation.LINSPACE, to_trt_dtype(dtype))
-    layer.set_input(0, D.shape_tensor(ctx, [n]))
-    layer.alpha, layer.beta = 0, 1
-    return ctx.name_layer(layer, "arange").get_output(0)
-
-
-def positions(ctx, x, dim: int, dtype: torch.dtype = torch.int64):
-    """The index along ``dim`` shaped to broadcast against ``x``: [1, .., n, .., 1]."""
-    rank = len(x.shape)
-    n = D.dims_of(ctx, x)[dim]
-    return D.reshape(ctx, arange(ctx, n, dtype), [1] * dim + [n] + [1] * (rank - dim - 1))
-
-
-def select(ctx, condition, then, otherwise):
-    """torch.where with broadcasting; ``then``/``otherwise`` may be Python scalars."""
-    dtype = helpers.result_type(then, otherwise)
-    values = [helpers.itensor(ctx, v, dtype) for v in (then, otherwise)]
-    rank = max(len(t.shape) for t in values + [condition])
-    condition, a, b = (helpers.expand_rank(ctx, t, rank) for t in [condition] + values)
-    return ctx.name_layer(ctx.net.add_select(condition, a, b), "select").get_output(0)
 
 
 # ---------------------------------------------------------------------------------------
@@ -94,7 +51,7 @@ for _target, _op in _REDUCTIONS.items():
 # extreme), which TopK does not promise; so: extreme -> equality mask -> min position.
 
 def _arg_ok(node, settings):
-    dtype = node.args[0].meta["val"].dtype
+    dtype = fake_input(node).dtype
     if dtype not in REDUCIBLE:
         return f"arg-reductions of {dtype} tensors are not supported"
     return None
@@ -105,7 +62,7 @@ def first_index(ctx, x, dim: int, extreme, keepdim: bool):
     hit = helpers.elementwise(ctx, EW.EQUAL, x, extreme)
     if helpers.dtype_of(x).is_floating_point:
         hit = helpers.elementwise(ctx, EW.OR, hit, helpers.unary(ctx, UN.ISNAN, x))
-    candidates = select(ctx, hit, positions(ctx, x, dim), 2**62)
+    candidates = where(ctx, hit, positions(ctx, x, dim), 2**62)
     return reduce(ctx, RED.MIN, candidates, [dim], keepdim)
 
 
@@ -150,11 +107,6 @@ def min_dim(ctx, input, dim, keepdim=False):
 # ---------------------------------------------------------------------------------------
 # Variance: sum((x - mean)^2) / max(N - correction, 0), N = number of reduced elements.
 
-def float_only(node, settings):
-    if not node.args[0].meta["val"].dtype.is_floating_point:
-        return "only floating-point inputs are supported"
-    return None
-
 
 def _variance(ctx, x, dims, correction, keepdim):
     mean = reduce(ctx, RED.AVG, x, dims, True)
@@ -177,12 +129,12 @@ def _variance(ctx, x, dims, correction, keepdim):
         denom) else denom)
 
 
-@converter(aten.var.correction, validator=float_only, dynamic=True)
+@converter(aten.var.correction, validator=floating_point_input, dynamic=True)
 def var(ctx, input, dim=None, correction=None, keepdim=False):
     return _variance(ctx, input, reduce_dims(dim, len(input.shape)), correction, keepdim)
 
 
-@converter(aten.var_mean.correction, validator=float_only, dynamic=True)
+@converter(aten.var_mean.correction, validator=floating_point_input, dynamic=True)
 def var_mean(ctx, input, dim=None, correction=None, keepdim=False):
     dims = reduce_dims(dim, len(input.shape))
     return (_variance(ctx, input, dims, correction, keepdim),
@@ -196,7 +148,7 @@ def var_mean(ctx, input, dim=None, correction=None, keepdim=False):
 # TensorRT's ISoftMaxLayer cannot infer the shape of a rank-1 input ("Could not get tensor
 # shape"); 0-d and rank-1 inputs go through as a (1, n) matrix.
 
-@converter(aten._softmax.default, validator=float_only, dynamic=True)
+@converter(aten._softmax.default, validator=floating_point_input, dynamic=True)
 def softmax(ctx, input, dim, half_to_float=False):
     x = helpers.cast(ctx, input, ctx.out_dtype)
     rank = len(x.shape)
@@ -209,7 +161,7 @@ def softmax(ctx, input, dim, half_to_float=False):
     return D.reshape(ctx, out, [-1] * rank) if rank < 2 else out
 
 
-@converter(aten._log_softmax.default, validator=float_only, dynamic=True)
+@converter(aten._log_softmax.default, validator=floating_point_input, dynamic=True)
 def log_softmax(ctx, input, dim, half_to_float=False):
     """x - max - log(sum(exp(x - max))): no overflow, and no log(0) for tiny softmax."""
     x = helpers.cast(ctx, input, ctx.out_dtype)

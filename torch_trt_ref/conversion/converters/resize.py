@@ -12,8 +12,9 @@ from ..._trt import trt
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, UN
+from ..blocks.nodes import fake, fake_input, float_only, node_args
+from ..blocks.shape import index_vector
 from ..registry import converter
-from ._nn_common import float_only, meta, node_args, positions
 
 aten = torch.ops.aten
 MODE, COORD = trt.InterpolationMode, trt.ResizeCoordinateTransformation
@@ -86,7 +87,7 @@ def _validator(nd: int):
         if reason:
             return reason
         args = node_args(node)
-        x = meta(args["input"])
+        x = fake(args["input"])
         if x.dim() != nd + 2:
             return f"resize expects a {nd + 2}-d input"
         scales = _scales(args, nd)
@@ -128,7 +129,7 @@ def _source(ctx, kind: str, n, m, ratio: float):
     max((dst + 0.5) * r - 0.5, 0), cubic (dst + 0.5) * r - 0.5; indices capped at n - 1
     and t clamped to [0, 1] (guard_index_and_lambda, UpSample.h)."""
     f32, i64 = torch.float32, torch.int64
-    dst = positions(ctx, m)
+    dst = index_vector(ctx, m)
     src = helpers.cast(ctx, dst, f32)
     if kind != "nearest":
         src = helpers.elementwise(ctx, EW.SUM, src, torch.tensor(0.5), f32)
@@ -256,7 +257,7 @@ def _register(target, kind: str, nd: int):
         scales = _scales({"scale_factors": scale_factors, **scales_dhw}, nd)
         spatial = [helpers.dim_size(ctx, input, d) for d in range(rank - nd, rank)]
         if any(_inexact(n, sc) for n, sc in zip(spatial, scales)) and output_size is None:
-            symbolic = meta(ctx.node.args[0]).shape[rank - nd:]
+            symbolic = fake_input(ctx.node).shape[rank - nd:]
             output_size = [_out_size(ctx, n, sc, _bounds(sym))
                            for n, sc, sym in zip(spatial, scales, symbolic)]
         if not align_corners and any(_inexact(n, sc) for n, sc in zip(spatial, scales)):
@@ -301,7 +302,7 @@ def _grid_validator(node, settings) -> Optional[str]:
     if args["interpolation_mode"] not in _GRID_MODES or args["padding_mode"] not in \
             _GRID_PADDING:
         return "unknown grid sample interpolation or padding mode"
-    if args["interpolation_mode"] == 2 and meta(args["input"]).dim() != 4:
+    if args["interpolation_mode"] == 2 and fake(args["input"]).dim() != 4:
         return "bicubic grid sample takes a 4-D input only (TensorRT's CUBIC, as torch)"
     return None
 

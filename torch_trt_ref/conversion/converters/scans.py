@@ -9,8 +9,9 @@ from ..._trt import trt
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, UN
+from ..blocks.nodes import fake, fake_input, floating_point_input, node_args
+from ..blocks.reduce import REDUCIBLE, positions, where
 from ..registry import converter
-from .reductions import REDUCIBLE, float_only, positions, select
 
 aten = torch.ops.aten
 
@@ -33,8 +34,8 @@ def cumsum(ctx, input, dim, dtype=None):
 
 
 def _static_scan_axis(node, settings):
-    x = node.args[0].meta["val"]
-    dim = node.args[1] if len(node.args) > 1 else node.kwargs["dim"]
+    args = node_args(node)
+    x, dim = fake(args["input"]), args["dim"]
     if x.dim() and not isinstance(x.shape[dim], int):
         return "the scanned dim must have a static size"
     return None
@@ -74,7 +75,7 @@ def _log_add_exp(ctx, a, b):
 
 
 def _float_scan_ok(node, settings):
-    return float_only(node, settings) or _static_scan_axis(node, settings)
+    return floating_point_input(node, settings) or _static_scan_axis(node, settings)
 
 
 @converter(aten.logcumsumexp.default, validator=_float_scan_ok, dynamic=True)
@@ -96,12 +97,12 @@ def _running_extreme(ctx, input, dim, op, largest: bool):
         identity = torch.iinfo(dtype).min if largest else torch.iinfo(dtype).max
     values = scan(ctx, x, dim, op, identity)
     hit = helpers.elementwise(ctx, EW.EQUAL, x, values)
-    where = select(ctx, hit, positions(ctx, x, dim), -1)
-    return values, scan(ctx, where, dim, EW.MAX, -1)
+    at = where(ctx, hit, positions(ctx, x, dim), -1)
+    return values, scan(ctx, at, dim, EW.MAX, -1)
 
 
 def _cum_extreme_ok(node, settings):
-    if node.args[0].meta["val"].dtype == torch.bool:
+    if fake_input(node).dtype == torch.bool:
         return "bool inputs are not supported"
     return _static_scan_axis(node, settings)
 

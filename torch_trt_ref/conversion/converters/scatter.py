@@ -10,14 +10,13 @@ from ..._trt import trt
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED
+from ..blocks.index import broadcast_dims, one_hot_axis, scatter_elements
+from ..blocks.nodes import fake, node_args
+from ..blocks.reduce import positions, reduce, where
 from ..registry import converter
-from .reductions import arange, positions, reduce, select
 
 aten = torch.ops.aten
 
-
-def _val(node):
-    return node.meta["val"] if isinstance(node, torch.fx.Node) else node
 
 
 # The replacing kinds map to IScatterLayer ELEMENT; the reducing kinds are masked
@@ -25,30 +24,26 @@ def _val(node):
 # mask[.., j, i, ..] = (index[.., j, ..] == i), contribution[.., i, ..] = reduce_j.
 
 def _scatter_ok(node, settings):
-    x, index = _val(node.args[0]), _val(node.args[2])
+    args = node_args(node)
+    x, index = fake(args["input"]), fake(args["index"])
     if x.dim() == 0:
         return "scatter into a 0-d tensor is not supported"
-    src = node.args[3] if len(node.args) > 3 else node.kwargs.get("src")
-    if isinstance(src, torch.fx.Node) and tuple(_val(src).shape) != tuple(index.shape):
+    src = args.get("src")
+    if isinstance(src, torch.fx.Node) and tuple(fake(src).shape) != tuple(index.shape):
         return "src must have the shape of index"
     return None
 
 
 @converter(aten.scatter.src, validator=_scatter_ok, dynamic=True)
-@D.itensor_input
 def scatter_src(ctx, input, dim, index, src):
-    src = helpers.itensor(ctx, src, helpers.dtype_of(input))
-    layer = ctx.net.add_scatter(input, helpers.itensor(ctx, index), src,
-                                trt.ScatterMode.ELEMENT)
-    layer.axis = helpers.normalize_dim(dim, len(input.shape))
-    return ctx.name_layer(layer, "scatter").get_output(0)
+    return scatter_elements(ctx, input, dim, index, src)
 
 
 @converter(aten.scatter.value, validator=_scatter_ok, dynamic=True)
 @D.itensor_input
 def scatter_value(ctx, input, dim, index, value):
     index = helpers.itensor(ctx, index)
-    return scatter_src(ctx, input, dim, index, _filled_like(ctx, index, value, input))
+    return scatter_elements(ctx, input, dim, index, _filled_like(ctx, index, value, input))
 
 
 def _filled_like(ctx, index, value, input):
@@ -56,20 +51,6 @@ def _filled_like(ctx, index, value, input):
     fill = ctx.constant(torch.full([1] * len(index.shape), value,
                                    dtype=helpers.dtype_of(input)))
     return D.broadcast_to(ctx, fill, D.dims_of(ctx, index))
-
-
-def _one_hot_axis(ctx, index, src, n: D.Dim, dim: int):
-    """(mask, src) with a one-hot axis of size n inserted after ``dim``."""
-    index = helpers.unsqueeze(ctx, helpers.cast(ctx, index, torch.int64), dim + 1)
-    rank = len(index.shape)
-    hot = D.reshape(ctx, arange(ctx, n), [1] * (dim + 1) + [n] + [1] * (rank - dim - 2))
-    mask = helpers.elementwise(ctx, EW.EQUAL, index, hot)
-    return mask, helpers.unsqueeze(ctx, src, dim + 1)
-
-
-def scatter_reduce_sum(ctx, index, src, n: D.Dim, dim: int):
-    mask, src = _one_hot_axis(ctx, index, src, n, dim)
-    return reduce(ctx, RED.SUM, select(ctx, mask, src, 0), [dim], False)
 
 
 def _extreme(dtype: torch.dtype, largest: bool):
@@ -93,11 +74,12 @@ def _scatter_reduce_ok(node, settings):
     reason = _scatter_ok(node, settings)
     if reason:
         return reason
-    x, index = _val(node.args[0]), _val(node.args[2])
-    dim = node.args[1] % x.dim()
+    args = node_args(node)
+    x, index = fake(args["input"]), fake(args["index"])
+    dim = args["dim"] % x.dim()
     if any(a != b for d, (a, b) in enumerate(zip(x.shape, index.shape)) if d != dim):
         return "index must match self in every dim but dim"
-    reduce_name = node.args[4] if len(node.args) > 4 else node.kwargs.get("reduce", "sum")
+    reduce_name = args.get("reduce", "sum")
     if reduce_name == "mean" and not x.dtype.is_floating_point:
         return "integer scatter mean is not supported"
     return None
@@ -109,8 +91,8 @@ def scatter_reduce_impl(ctx, input, dim, index, src, reduce_name, include_self):
     op, neutral, fold = _SCATTER_REDUCE[reduce_name]
     src = helpers.itensor(ctx, src, dtype)
     n = D.dims_of(ctx, input)[dim]
-    mask, src = _one_hot_axis(ctx, helpers.itensor(ctx, index), src, n, dim)
-    total = reduce(ctx, op, select(ctx, mask, src, neutral(dtype)), [dim], False)
+    mask, src = one_hot_axis(ctx, helpers.itensor(ctx, index), src, n, dim)
+    total = reduce(ctx, op, where(ctx, mask, src, neutral(dtype)), [dim], False)
     count = reduce(ctx, RED.SUM, helpers.cast(ctx, mask, torch.int32), [dim], False)
     if reduce_name == "mean":
         if include_self:
@@ -123,7 +105,7 @@ def scatter_reduce_impl(ctx, input, dim, index, src, reduce_name, include_self):
     elif include_self:
         return helpers.elementwise(ctx, fold, input, total)
     # without self, the elements no index points at keep their value
-    return select(ctx, helpers.elementwise(ctx, EW.GREATER, count, 0), total, input)
+    return where(ctx, helpers.elementwise(ctx, EW.GREATER, count, 0), total, input)
 
 
 @converter(aten.scatter_reduce.two, validator=_scatter_reduce_ok, dynamic=True)
@@ -165,13 +147,14 @@ def slice_scatter(ctx, input, src, dim=0, start=None, end=None, step=1):
 
 
 def _index_reduce_ok(node, settings):
-    x, source = _val(node.args[0]), _val(node.args[3])
-    dim = node.args[1] % max(x.dim(), 1)
+    args = node_args(node)
+    x, source = fake(args["input"]), fake(args["source"])
+    dim = args["dim"] % max(x.dim(), 1)
     if x.dim() == 0:
         return "index_reduce into a 0-d tensor is not supported"
     if any(a != b for d, (a, b) in enumerate(zip(x.shape, source.shape)) if d != dim):
         return "source must match self in every dim but dim"
-    if node.args[4] == "mean" and not x.dtype.is_floating_point:
+    if args["reduce"] == "mean" and not x.dtype.is_floating_point:
         return "integer index_reduce mean is not supported"
     return None
 
@@ -196,8 +179,6 @@ def masked_scatter(ctx, input, mask, source):
     """The k-th true element of mask (row-major) takes source.flatten()[k]: k is the
     running count of true elements, so one cumsum and one gather do it. input and mask
     broadcast against each other (the result has their broadcast shape)."""
-    from .indexing import broadcast_dims  # indexing imports this module
-
     mask = helpers.itensor(ctx, mask)
     dims = broadcast_dims(ctx, [D.dims_of(ctx, input), D.dims_of(ctx, mask)])
     input, mask = D.broadcast_to(ctx, input, dims), D.broadcast_to(ctx, mask, dims)
@@ -207,7 +188,7 @@ def masked_scatter(ctx, input, mask, source):
     before = ctx.name_layer(count, "count_true").get_output(0)  # exclusive: trues before
     source = D.reshape(ctx, helpers.itensor(ctx, source, helpers.dtype_of(input)), [-1])
     picked = D.reshape(ctx, _gather(ctx, source, before), dims)
-    return select(ctx, mask, picked, input)
+    return where(ctx, mask, picked, input)
 
 
 def _gather(ctx, data, indices):

@@ -9,15 +9,12 @@ import torch
 
 from .. import dims as D
 from .. import helpers
+from ..blocks.nodes import fake_input
+from ..blocks.shape import squeeze_dims
 from ..registry import converter
 
 aten = torch.ops.aten
 DEFAULT_FORMATS = (None, torch.preserve_format, torch.contiguous_format)
-
-
-def _meta(node, index=0):
-    arg = node.args[index] if len(node.args) > index else None
-    return arg.meta.get("val") if isinstance(arg, torch.fx.Node) else None
 
 
 @converter(aten.view.default, aten.view_copy.default, aten._reshape_copy.default, dynamic=True)
@@ -47,17 +44,8 @@ def expand(ctx, input, size, implicit=False):
 
 
 @converter(aten.squeeze.dims, dynamic=True)
-@D.itensor_input
 def squeeze(ctx, input, dim):
-    rank = len(input.shape)
-    if rank == 0:
-        return input
-    drop = {helpers.normalize_dim(d, rank) for d in dim}
-    drop = {d for d in drop if input.shape[d] == 1}
-    if not drop:
-        return input
-    kept = [d for i, d in enumerate(D.dims_of(ctx, input)) if i not in drop]
-    return D.reshape(ctx, input, kept)
+    return squeeze_dims(ctx, input, dim)
 
 
 @converter(aten.unsqueeze.default, dynamic=True)
@@ -81,7 +69,7 @@ def clone(ctx, input, memory_format=None):
 
 
 def _to_copy_ok(node, settings):
-    src, out = _meta(node), node.meta.get("val")
+    src, out = fake_input(node), node.meta.get("val")
     if node.kwargs.get("layout") not in (None, torch.strided):
         return f"layout {node.kwargs['layout']} is not supported"
     if node.kwargs.get("memory_format") not in DEFAULT_FORMATS:
@@ -151,7 +139,7 @@ def channel_shuffle(ctx, input, groups):
 def _resize_ok(node, settings):
     from torch.fx.experimental.symbolic_shapes import statically_known_true
 
-    source, out = _meta(node), node.meta.get("val")
+    source, out = fake_input(node), node.meta.get("val")
     if source is None or out is None:
         return "resize needs shape metadata"
     if not statically_known_true(source.is_contiguous()):
@@ -169,7 +157,7 @@ def resize(ctx, input, size, memory_format=None):
     from torch.fx.experimental.symbolic_shapes import statically_known_true
 
     size = [D.as_dim(ctx, s) for s in size]
-    if statically_known_true(ctx.out_meta.numel() == _meta(ctx.node).numel()):
+    if statically_known_true(ctx.out_meta.numel() == fake_input(ctx.node).numel()):
         return D.reshape(ctx, input, size)
     flat = D.reshape(ctx, input, [-1])
     count = functools.reduce(lambda a, b: D.dim_op(ctx, "mul", a, b), size, 1)

@@ -9,33 +9,11 @@ import torch
 from ..._trt import trt
 from .. import dims as D
 from .. import helpers
+from ..blocks.nodes import fake, fake_input, node_args
+from ..blocks.shape import INT64_MAX, repeat_tensor, slice_bound, slice_dim
 from ..registry import converter
 
 aten = torch.ops.aten
-INT64_MAX = 2**63 - 1
-
-
-def _bound(ctx, value, size: D.Dim, default: int) -> D.Dim:
-    """torch's slice bound: None -> default, negative values count from the end, then
-    clamped to [0, size]."""
-    if value is None:
-        return default if default == 0 else size
-    if helpers.is_tensor(value):
-        return D.clamp(ctx, D.wrap_negative(ctx, value, size), 0, size)
-    if value >= INT64_MAX:
-        return size
-    if value < 0:
-        return D.dim_op(ctx, "max", D.dim_op(ctx, "add", size, value), 0)
-    return D.dim_op(ctx, "min", size, value)
-
-
-def slice_dim(ctx, x, dim: int, start: D.Dim, length: D.Dim, step: int = 1):
-    """Elements ``start, start + step, ...`` (``length`` of them) of dim ``dim``."""
-    sizes = D.dims_of(ctx, x)
-    rank = len(sizes)
-    begin, stride = [0] * rank, [1] * rank
-    begin[dim], sizes[dim], stride[dim] = start, length, step
-    return D.slice_nd(ctx, x, begin, sizes, stride)
 
 
 @converter(aten.slice.Tensor, aten.slice_copy.Tensor, dynamic=True)
@@ -45,7 +23,7 @@ def slice_(ctx, input, dim=0, start=None, end=None, step=1):
         return input
     dim = helpers.normalize_dim(dim, len(input.shape))
     size = D.dims_of(ctx, input)[dim]
-    begin, stop = _bound(ctx, start, size, 0), _bound(ctx, end, size, INT64_MAX)
+    begin, stop = slice_bound(ctx, start, size, 0), slice_bound(ctx, end, size, INT64_MAX)
     span = D.dim_op(ctx, "add", D.dim_op(ctx, "sub", stop, begin), step - 1)
     length = D.dim_op(ctx, "max", D.dim_op(ctx, "floordiv", span, step), 0)
     return slice_dim(ctx, input, dim, begin, length, step)
@@ -114,21 +92,16 @@ def flip(ctx, input, dims):
 
 
 @converter(aten.repeat.default, dynamic=True)
-@D.itensor_input
 def repeat(ctx, input, repeats):
-    """A WRAP-mode slice reads in[i % size]: tiling without copies of the input."""
-    x = helpers.expand_rank(ctx, input, len(repeats))
-    sizes = [D.dim_op(ctx, "mul", s, D.as_dim(ctx, r))
-             for s, r in zip(D.dims_of(ctx, x), repeats)]
-    rank = len(sizes)
-    return D.slice_nd(ctx, x, [0] * rank, sizes, [1] * rank, mode=trt.SampleMode.WRAP)
+    return repeat_tensor(ctx, input, repeats)
 
 
 def _unfold_ok(node, settings):
-    val = node.args[0].meta.get("val")
+    args = node_args(node)
+    val = fake(args["input"])
     if val.dim() == 0:
         return "unfold of a 0-d tensor is not supported"
-    if not isinstance(val.shape[node.args[1] % val.dim()], int):
+    if not isinstance(val.shape[args["dimension"] % val.dim()], int):
         return "the unfolded dim must be static"
     return None
 
@@ -167,7 +140,7 @@ def unfold(ctx, input, dimension, size, step):
 
 
 def _as_strided_ok(node, settings):
-    val = node.args[0].meta.get("val")
+    val = fake_input(node)
     if any(not isinstance(d, int) for d in val.shape):
         return "as_strided needs static input shapes"
     if not val.is_contiguous() or val.storage_offset() != 0:

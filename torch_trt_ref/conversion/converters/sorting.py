@@ -9,24 +9,19 @@ from ..._trt import trt
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED
+from ..blocks.index import MAX_K, topk_layer
+from ..blocks.nodes import fake_input, node_args
+from ..blocks.reduce import positions, reduce
 from ..registry import converter
-from .reductions import positions, reduce
 
 aten = torch.ops.aten
-MAX_K = 3840
 TOPK_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64)
-
-
-def _arg(node, index: int, name: str, default=None):
-    if len(node.args) > index:
-        return node.args[index]
-    return node.kwargs.get(name, default)
 
 
 def _check(node, dim, k=None, static: bool = False):
     """Why TopK cannot serve this node (None if it can). ``dim=None`` means the input is
     flattened first; ``k=None`` means the whole dim; ``static`` requires a static size."""
-    x = node.args[0].meta["val"]
+    x = fake_input(node)
     if x.dtype not in TOPK_DTYPES:
         return f"TopK does not take {x.dtype}"
     if dim is None:
@@ -45,31 +40,15 @@ def _check(node, dim, k=None, static: bool = False):
     return None
 
 
-def topk_layer(ctx, x, k: D.Dim, dim: int, largest: bool):
-    """(values, int64 indices) of the k largest/smallest along ``dim``, sorted. TopK
-    needs rank >= 2: a 1-D input is viewed as [1, n]."""
-    if len(x.shape) == 1:
-        values, indices = topk_layer(ctx, D.reshape(ctx, x, [1, -1]), k, 1, largest)
-        return tuple(D.reshape(ctx, t, [-1]) for t in (values, indices))
-    op = trt.TopKOperation.MAX if largest else trt.TopKOperation.MIN
-    if helpers.is_tensor(k):  # a run-time k: made before the layer, layers run in order
-        k_tensor, k = D.reshape(ctx, helpers.cast(ctx, k, torch.int32), []), 1
-    layer = ctx.net.add_topk(x, op, k, 1 << dim, trt.int64)
-    if k == 1 and "k_tensor" in locals():
-        layer.set_input(1, k_tensor)
-    ctx.name_layer(layer, "topk")
-    return layer.get_output(0), layer.get_output(1)
-
-
 @converter(aten.topk.default, dynamic=True,
-           validator=lambda n, s: _check(n, _arg(n, 2, "dim", -1), _arg(n, 1, "k")))
+           validator=lambda n, s: _check(n, node_args(n)["dim"], node_args(n)["k"]))
 def topk(ctx, input, k, dim=-1, largest=True, sorted=True):
     # sorted=False lets torch return any order; the sorted order is one of them.
     return topk_layer(ctx, input, k, helpers.normalize_dim(dim, len(input.shape)), largest)
 
 
 @converter(aten.sort.default, dynamic=True,
-           validator=lambda n, s: _check(n, _arg(n, 1, "dim", -1)))
+           validator=lambda n, s: _check(n, node_args(n)["dim"]))
 def sort(ctx, input, dim=-1, descending=False):
     dim = helpers.normalize_dim(dim, len(input.shape))
     return topk_layer(ctx, input, D.dims_of(ctx, input)[dim], dim, descending)
@@ -90,13 +69,13 @@ def _kth_smallest(ctx, x, k: int, dim: int, keepdim: bool):
 
 
 @converter(aten.kthvalue.default, dynamic=True,
-           validator=lambda n, s: _check(n, _arg(n, 2, "dim", -1), _arg(n, 1, "k")))
+           validator=lambda n, s: _check(n, node_args(n)["dim"], node_args(n)["k"]))
 def kthvalue(ctx, input, k, dim=-1, keepdim=False):
     return _kth_smallest(ctx, input, k, helpers.normalize_dim(dim, len(input.shape)), keepdim)
 
 
 @converter(aten.median.dim, dynamic=True,
-           validator=lambda n, s: _check(n, _arg(n, 1, "dim"), None, True))
+           validator=lambda n, s: _check(n, node_args(n)["dim"], None, True))
 def median_dim(ctx, input, dim, keepdim=False):
     # torch's median is the lower median: the ((n - 1) // 2 + 1)-th smallest.
     dim = helpers.normalize_dim(dim, len(input.shape))
@@ -110,9 +89,10 @@ def median(ctx, input):
 
 
 def _stable_ok(node, settings):
-    if node.args[0].meta["val"].dtype == torch.bool:
+    x = fake_input(node)
+    if x.dtype == torch.bool:
         return "bool inputs are not supported"
-    if node.args[0].meta["val"].dim() == 0:
+    if x.dim() == 0:
         return "sort of a 0-d tensor is not supported"
     return None
 

@@ -10,17 +10,9 @@ import torch
 
 from .. import helpers
 from .._trt_ops import EW, UN
+from ..blocks.elementwise import binary, is_negative, opmath, select, tensor, trunc, unary
+from ..blocks.nodes import plain_dtypes
 from ..registry import converter
-from .elementwise import (
-    binary,
-    is_negative,
-    opmath,
-    plain_dtypes,
-    select,
-    tensor,
-    trunc,
-    unary,
-)
 
 aten = torch.ops.aten
 

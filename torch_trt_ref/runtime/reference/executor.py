@@ -59,15 +59,21 @@ def _run_steps(steps: list[Step], values: dict, device: torch.device) -> None:
             _run_layer(step, values, device)
 
 
-def _call(layer: LayerRecord, values: dict, device: torch.device, **context):
-    """The reference function's result for ``layer``. Inputs not computed are None: a
-    recurrence's next value before the first iteration, the untaken branch's value."""
+def layer_kind(layer: LayerRecord):
+    """The registered ``LayerKind`` of ``layer``; NotImplementedError naming it if none."""
     kind = REFERENCE_LAYERS.get(layer.kind)
     if kind is None:
         why = unrunnable_reason(layer.kind)
         raise NotImplementedError(
             f"the reference executor has no function for TensorRT layer kind {layer.kind} "
             f"(layer {layer.name})" + (f": {why}" if why else ""))
+    return kind
+
+
+def _call(layer: LayerRecord, values: dict, device: torch.device, **context):
+    """The reference function's result for ``layer``. Inputs not computed are None: a
+    recurrence's next value before the first iteration, the untaken branch's value."""
+    kind = layer_kind(layer)
     args = [values.get(name) if name is not None else None for name in layer.inputs]
     attrs = {k: (v.to(device) if isinstance(v, torch.Tensor) else v)
              for k, v in layer.attrs.items()}

@@ -38,3 +38,9 @@ def axes_from_mask(mask: int, rank: int) -> list[int]:
 def trim(perm, rank: int) -> list[int]:
     """TensorRT Permutations are fixed-length; only the first ``rank`` entries matter."""
     return list(perm[:rank])
+
+
+def capturing() -> bool:
+    """Whether a CUDA graph is being captured on this thread's current stream: layer
+    functions then skip checks that read tensor values on the host."""
+    return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()

@@ -176,7 +176,12 @@ def matrix_multiply(inputs, op0, op1):
         return ((a.unsqueeze(-2) @ _matrix_operand(b, op1)).squeeze(-2),)
     if op1 == "VECTOR":
         return ((_matrix_operand(a, op0) @ b.unsqueeze(-1)).squeeze(-1),)
-    return (_matrix_operand(a, op0) @ _matrix_operand(b, op1),)
+    a, b = _matrix_operand(a, op0), _matrix_operand(b, op1)
+    if 2 < b.dim() <= a.dim() and all(d == 1 for d in b.shape[:-2]):
+        # a weight broadcast over the batch: one GEMM over all rows (as torch's linear)
+        # instead of a batched GEMM over a stride-0 expansion; the same products
+        return (a @ b.reshape(b.shape[-2:]),)
+    return (a @ b,)
 
 
 # Note [Top-k ties]: TensorRT leaves the order of equal values unspecified. We take a stable

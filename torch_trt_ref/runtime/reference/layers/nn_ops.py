@@ -3,6 +3,8 @@ pooling (every PaddingMode and PoolingType), normalization, LRN, parametric ReLU
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -96,9 +98,26 @@ def convolution(inputs, num_output_maps, kernel_size_nd, stride_nd, dilation_nd,
     w = _kernel(inputs, kernel, num_output_maps, x.shape[1], num_groups, kernel_size_nd, False)
     dims = _window_geometry(padding_mode, x.shape[-nd:], kernel_size_nd, stride_nd,
                             dilation_nd, pre_padding, post_padding)
-    x = _pad_for_windows(x, dims, kernel_size_nd, stride_nd, dilation_nd, 0.0)
-    return (_CONV[nd](x, w.to(x.dtype), _bias(inputs, bias), stride_nd, 0, dilation_nd,
+    if nd == 2 and x.is_cuda:  # cuDNN's convolutions run NHWC: keep activations that way
+        x, w = x.contiguous(memory_format=torch.channels_last), \
+            w.contiguous(memory_format=torch.channels_last)
+    padding = _symmetric(x, dims, kernel_size_nd, stride_nd, dilation_nd)
+    if padding is None:  # uneven padding: pad first (one more pass over x)
+        x, padding = _pad_for_windows(x, dims, kernel_size_nd, stride_nd, dilation_nd, 0.0), 0
+    return (_CONV[nd](x, w.to(x.dtype), _bias(inputs, bias), stride_nd, padding, dilation_nd,
                       num_groups),)
+
+
+def _symmetric(x, dims, kernel, stride, dilation) -> tuple[int, ...] | None:
+    """The per-dim padding when ``_pad_for_windows`` would pad each dim equally in front
+    and at the back (then torch's conv pads with zeros itself, the same values); else None."""
+    pads = []
+    for k, ((b, _a, o), f, s, d) in enumerate(zip(dims, kernel, stride, dilation)):
+        size = x.shape[x.dim() - len(dims) + k]
+        if (o - 1) * s + 1 + d * (f - 1) - b - size != b or b < 0:
+            return None
+        pads.append(b)
+    return tuple(pads)
 
 
 def _deconv_crop(mode, kernel, stride, dilation, pre, post):
@@ -165,8 +184,9 @@ def pooling(inputs, type, window_size_nd, stride_nd, pre_padding, post_padding, 
     dims = _window_geometry(padding_mode, x.shape[-nd:], window_size_nd, stride_nd, ones,
                             pre_padding, post_padding)
     results = {}
-    if type in ("MAX", "MAX_AVERAGE_BLEND"):
-        xp = _pad_for_windows(x.double(), dims, window_size_nd, stride_nd, ones, float("-inf"))
+    if type in ("MAX", "MAX_AVERAGE_BLEND"):  # a max is exact in x's own type
+        wide = x.double() if type == "MAX_AVERAGE_BLEND" else x
+        xp = _pad_for_windows(wide, dims, window_size_nd, stride_nd, ones, float("-inf"))
         results["MAX"] = _pool3d(F.max_pool3d, xp, window_size_nd, stride_nd)
     if type in ("AVERAGE", "MAX_AVERAGE_BLEND"):
         xp = _pad_for_windows(x.double(), dims, window_size_nd, stride_nd, ones, 0.0)
@@ -215,6 +235,13 @@ def normalization(inputs, axes, epsilon, num_groups, compute_precision):
         if scale.dim() > 1 and scale.shape[1] == num_groups != c:  # per-group (v1) scale
             scale = scale.repeat_interleave(c // num_groups, dim=1)
             bias = bias.repeat_interleave(c // num_groups, dim=1)
+    elif dims and dims == list(range(dims[0], x.dim())):  # trailing dims: one fused pass
+        shape = tuple(x.shape[dims[0]:])
+        if all(t.dim() >= len(shape) and tuple(t.shape[t.dim() - len(shape):]) == shape
+               and t.numel() == math.prod(shape) for t in (scale, bias)):
+            return (F.layer_norm(xf, shape, scale.to(compute).reshape(shape),
+                                 bias.to(compute).reshape(shape), epsilon).to(x.dtype),)
+        y = F.layer_norm(xf, shape, eps=epsilon)
     else:
         y = _normalize(xf, dims, epsilon)
     return ((y * scale.to(compute) + bias.to(compute)).to(x.dtype),)

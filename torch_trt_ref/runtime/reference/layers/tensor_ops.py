@@ -10,7 +10,7 @@ import zlib
 import torch
 
 from ..registry import reference_layer
-from .common import DTYPES_BY_NAME, trim
+from .common import DTYPES_BY_NAME, capturing, trim
 from .quantize_ops import cast_to
 
 
@@ -113,7 +113,9 @@ def _slice_indices(size: int, start: int, count: int, step: int, mode: str, devi
         idx = idx.abs() % period
         return torch.where(idx >= size, period - idx, idx), None
     valid = (idx >= 0) & (idx < size)
-    if mode == "STRICT_BOUNDS" and not bool(valid.all()):
+    # indices are linear in i: both ends in range means all are (decided on the host)
+    if mode == "STRICT_BOUNDS" and count and not all(
+            0 <= start + k * step < size for k in (0, count - 1)):
         raise IndexError(f"slice reads out of bounds: start={start} step={step} size={size}")
     return idx.clamp(0, max(size - 1, 0)), valid
 
@@ -161,7 +163,10 @@ def slice_(inputs, start, shape, stride, mode, axes=None):
 # with indices in [-n, n)) to IGatherLayer / IScatterLayer unchanged and relies on the layer
 # to count them from the end, so we do too; an index outside [-n, n) is an error here.
 def wrap_indices(indices, size: int, what: str = "gather"):
-    if indices.numel() and (bool((indices < -size).any()) or bool((indices >= size).any())):
+    # The range check reads the indices on the host, which a CUDA graph capture forbids:
+    # captured runs skip it (the uncaptured warm-up run before each capture checks).
+    if indices.numel() and not capturing() and (
+            bool((indices < -size).any()) or bool((indices >= size).any())):
         raise IndexError(f"{what} index out of range [-{size}, {size})")
     return torch.where(indices < 0, indices + size, indices)
 

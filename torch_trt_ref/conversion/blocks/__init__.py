@@ -1,0 +1,19 @@
+"""The building blocks converters share (DESIGN.md D12): converters import these modules,
+never another converter. One name per concept:
+
+- ``nodes``: a node's ATen arguments by name (``node_args``), the FakeTensor of an argument
+  (``fake``), static dims, used extra outputs; shared validators (``plain_dtypes``,
+  ``float_only``, ``floating_point_input``, ``float_operands``, ``strided_only``,
+  ``all_of``).
+- ``elementwise``: ``tensor``, ``binary``, ``unary``, ``select`` (ITensors of one dtype),
+  ``to_bool``, ``is_negative``, ``trunc``, ``floor_divide``, ``trunc_divide``, ``opmath``.
+- ``reduce``: ``reduce``, ``reduce_dims``, ``arange``, ``positions``, ``where`` (scalars
+  allowed, promoted).
+- ``shape``: rank changes, channel vectors, ``slice_dim``, ``pad_slice``, ``squeeze_dims``,
+  ``repeat_tensor``, ``index_vector``.
+- ``index``: ``gather``, ``wrap_negative``, ``broadcast_dims``, ``scatter_elements``,
+  ``scatter_reduce_sum``, ``filled``, ``topk_layer``.
+- ``linalg``: ``MAT``, ``attention``.
+
+Lower-level helpers (ITensor casts, reshapes, constants) are ``conversion.helpers`` and
+``conversion.dims``."""

@@ -1,0 +1,50 @@
+"""Matrix building blocks: ``MAT`` (TensorRT's MatrixOperation) and ``attention``
+(softmax(q k^T * scale + bias) v with its log-sum-exp, as torch's fused kernels compute it),
+shared by the attention kernels and the composite scaled_dot_product_attention."""
+
+from __future__ import annotations
+
+import math
+
+from ..._trt import trt
+from .. import helpers
+from .._trt_ops import EW, RED, UN
+from .elementwise import opmath
+from .reduce import positions, reduce, where
+
+MAT = trt.MatrixOperation
+
+def _matmul(ctx, a, b, transpose_b: bool = False):
+    layer = ctx.net.add_matrix_multiply(a, MAT.NONE, b,
+                                        MAT.TRANSPOSE if transpose_b else MAT.NONE)
+    return ctx.name_layer(layer, "matmul").get_output(0)
+
+def attention(ctx, query, key, value, bias, is_causal: bool, scale):
+    """(softmax(q k^T * scale + bias) v, logsumexp over the keys), computed in float32
+    for half inputs (as torch's kernels accumulate); is_causal masks key j > query i
+    (top-left aligned, as torch)."""
+    dtype = helpers.dtype_of(query)
+    compute = opmath(dtype)
+    q, k, v = (helpers.cast(ctx, t, compute) for t in (query, key, value))
+    scale = scale if scale is not None else 1.0 / math.sqrt(query.shape[-1])
+    scores = helpers.elementwise(ctx, EW.PROD, _matmul(ctx, q, k, True), scale, compute)
+    if bias is not None:
+        scores = helpers.elementwise(ctx, EW.SUM, scores, helpers.itensor(ctx, bias, compute),
+                                     compute)
+    if is_causal:
+        rank = len(scores.shape)
+        row, col = positions(ctx, scores, rank - 2), positions(ctx, scores, rank - 1)
+        future = helpers.elementwise(ctx, EW.GREATER, col, row)
+        scores = where(ctx, future, float("-inf"), scores)
+    last = len(scores.shape) - 1
+    peak = reduce(ctx, RED.MAX, scores, [last], True)
+    # Note [Fully masked rows]: a query that may attend to no key has peak -inf; torch
+    # returns zeros there (and a log-sum-exp of -inf), not the NaN of 0 / 0.
+    masked_row = helpers.elementwise(ctx, EW.EQUAL, peak, float("-inf"), compute)
+    peak = where(ctx, masked_row, 0.0, peak)
+    weights = helpers.unary(ctx, UN.EXP, helpers.elementwise(ctx, EW.SUB, scores, peak))
+    total = reduce(ctx, RED.SUM, weights, [last], True)
+    out = _matmul(ctx, helpers.elementwise(ctx, EW.DIV, weights, total), v)
+    out = where(ctx, masked_row, 0.0, out)
+    logsumexp = helpers.elementwise(ctx, EW.SUM, helpers.unary(ctx, UN.LOG, total), peak)
+    return helpers.cast(ctx, out, dtype), logsumexp  # logsumexp: [..., L, 1]

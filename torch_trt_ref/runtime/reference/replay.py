@@ -1,0 +1,216 @@
+"""The reference executor's per-engine runner: the network's layers prepared once into a
+list of calls over numbered slots, the weights resident on the engine's device, and CUDA
+graph replay on a GPU (``runtime/cuda_graphs.py``).
+
+Note [Prepared replay]: ``run_snapshot`` (executor.py) states the semantics: per layer it
+looks the kind up, builds the attribute dict, moves every weight to the input's device and
+checks every output. ``ReferenceRunner`` does the same work once:
+  - the weights are moved to the device of the inputs the first time inputs arrive on a
+    device (or when ``EngineModule.to``/``.cuda()`` moves them) — in the snapshot itself, so
+    one copy exists, on the engine's device — and never per call;
+  - each layer becomes ``(function, input slots, attributes, output slots)``; a call is a
+    loop over that list with no name lookups or dict building;
+  - each layer's outputs are checked against TensorRT's inferred shapes and dtypes on the
+    first call with a given input signature (shapes and dtypes), not on every call;
+  - a product read only by a sum becomes one fused call (``_fuse_multiply_add``): a folded
+    batch norm's scale and shift, a matrix product and its row bias (torch's linear).
+Networks with loops or conditionals keep ``run_snapshot`` (their regions branch on values),
+with the weights resident all the same."""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+import torch
+
+from ..cuda_graphs import EngineGraphs, graphs_enabled
+from ..snapshot import LayerRecord, NetworkSnapshot
+from .executor import _check, layer_kind, run_snapshot
+from .layers.math_ops import matrix_multiply
+from .plan import Region, plan
+
+log = logging.getLogger(__name__)
+
+
+def snapshot_device(snapshot: NetworkSnapshot) -> torch.device | None:
+    """The device of the snapshot's weights (None for a network without weights)."""
+    for layer in snapshot.layers:
+        for value in layer.attrs.values():
+            if isinstance(value, torch.Tensor):
+                return value.device
+    return None
+
+
+def move_snapshot(snapshot: NetworkSnapshot, device: torch.device) -> int:
+    """Move every weight of ``snapshot`` to ``device`` in place; returns the bytes moved.
+    Weights that share a storage stay shared (one copy per storage)."""
+    moved: dict[tuple[int, int, tuple, tuple], torch.Tensor] = {}
+    nbytes = 0
+    for layer in snapshot.layers:
+        for key, value in layer.attrs.items():
+            if isinstance(value, torch.Tensor) and value.device != device:
+                ident = (value.untyped_storage().data_ptr(), value.storage_offset(),
+                         tuple(value.shape), tuple(value.stride()))
+                if ident not in moved:
+                    moved[ident] = value.to(device)
+                    nbytes += value.numel() * value.element_size()
+                layer.attrs[key] = moved[ident]
+    return nbytes
+
+
+class _Prepared:
+    """One flat network as a list of calls over slots (Note [Prepared replay])."""
+
+    def __init__(self, snapshot: NetworkSnapshot, steps: list[LayerRecord]):
+        slots: dict[str, int] = {}
+
+        def slot(name: str | None) -> int:
+            if name is None:  # an unset optional input: slot 0 holds None forever
+                return 0
+            return slots.setdefault(name, len(slots) + 1)
+
+        self.inputs = tuple(slot(info.name) for info in snapshot.inputs)
+        self.infos = snapshot.inputs
+        self.calls: list[tuple[Callable, tuple[int, ...], dict, tuple[int, ...]]] = []
+        self.layers: list[LayerRecord] = []
+        for layer in steps:
+            kind = layer_kind(layer)
+            ins = tuple(slot(name) for name in layer.inputs)
+            outs = tuple(slot(info.name) for info in layer.outputs)
+            self.calls.append((kind.run, ins, layer.attrs, outs))
+            self.layers.append(layer)
+        self.outputs = tuple(slot(name) for name in snapshot.outputs)
+        self.size = len(slots) + 1
+        self.fast, self.fast_layers = _fuse_multiply_add(self.calls, self.layers,
+                                                         set(self.outputs))
+
+    def run(self, inputs: list[torch.Tensor], check: bool) -> list[torch.Tensor]:
+        values: list = [None] * self.size
+        for index, value in zip(self.inputs, inputs):
+            values[index] = value
+        if check:
+            for info, value in zip(self.infos, inputs):
+                _check(LayerRecord("input", "INPUT", [], [info]), info, value)
+            for (fn, ins, attrs, outs), layer in zip(self.fast, self.fast_layers):
+                results = fn([values[i] for i in ins], **attrs)
+                for index, info, value in zip(outs, layer.outputs, results):
+                    _check(layer, info, value)
+                    values[index] = value
+        else:
+            for fn, ins, attrs, outs in self.fast:
+                results = fn([values[i] for i in ins], **attrs)
+                for index, value in zip(outs, results):
+                    values[index] = value
+        # TensorRT writes dense, contiguous outputs; the reference executor matches that.
+        return [values[index].contiguous() for index in self.outputs]
+
+
+def _multiply_add(inputs, **_):
+    """x * s + b in one pass (``torch.addcmul``): a folded batch norm's two layers."""
+    x, s, b = inputs
+    return (torch.addcmul(b, x, s),)
+
+
+def _row_bias(bias_shape, out_shape) -> bool:
+    """Whether a tensor of ``bias_shape`` adds one row to every row of a matrix product of
+    ``out_shape`` (all dims 1 but the last, which matches)."""
+    return (bias_shape is not None and len(bias_shape) == len(out_shape) >= 2
+            and all(d == 1 for d in bias_shape[:-1]) and bias_shape[-1] == out_shape[-1] > 0)
+
+
+def _matmul_bias(inputs, op0, op1):
+    """A MATRIX_MULTIPLY (plain operands, the second a weight broadcast over the batch)
+    and the SUM of a row bias, as one GEMM with the bias in its epilogue (torch's linear)."""
+    a, b, bias = inputs
+    if op0 == "NONE" and op1 in ("NONE", "TRANSPOSE") and 2 <= b.dim() <= a.dim() and \
+            all(d == 1 for d in b.shape[:-2]):
+        w = b.reshape(b.shape[-2:])
+        rows = a.flatten(0, -2)  # not reshape(-1, k): ambiguous for k == 0 (linear, 0 features)
+        out = torch.addmm(bias.reshape(1, -1), rows, w.t() if op1 == "TRANSPOSE" else w)
+        return (out.reshape(*a.shape[:-1], out.shape[-1]),)
+    (product,) = matrix_multiply([a, b], op0, op1)
+    return (product + bias,)
+
+
+def _fuse_multiply_add(calls, layers, outputs: set[int]) -> list:
+    """``calls`` with each floating-point ELEMENTWISE PROD or MATRIX_MULTIPLY whose only
+    reader is an ELEMENTWISE SUM merged into that SUM (``_multiply_add``, ``_matmul_bias``
+    with a row bias): one pass over the tensor instead of two, the product no longer
+    rounded on its own (within the float64 rule). Returns the calls and the layer whose
+    outputs each writes (the checked first run checks those)."""
+    readers: dict[int, int] = {}
+    for _fn, ins, _attrs, _outs in calls:
+        for i in ins:
+            readers[i] = readers.get(i, 0) + 1
+    producer, shapes = {}, {}
+    for k, ((_fn, _ins, _attrs, outs), layer) in enumerate(zip(calls, layers)):
+        for o, info in zip(outs, layer.outputs):
+            producer[o], shapes[o] = k, info.shape
+    fused, dropped = {}, set()
+    for k, ((_fn, ins, _attrs, outs), layer) in enumerate(zip(calls, layers)):
+        if layer.kind != "ELEMENTWISE" or layer.attrs.get("op") != "SUM" or len(ins) != 2:
+            continue
+        for j, other in ((0, 1), (1, 0)):
+            p = producer.get(ins[j])
+            if p is None or p in dropped or readers.get(ins[j]) != 1 or ins[j] in outputs:
+                continue
+            prod = layers[p]
+            dtype = prod.outputs[0].dtype
+            if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+                continue
+            if prod.kind == "ELEMENTWISE" and prod.attrs.get("op") == "PROD":
+                fused[k] = (_multiply_add, (*calls[p][1], ins[other]), {}, outs)
+            elif prod.kind == "MATRIX_MULTIPLY" and _row_bias(shapes.get(ins[other]),
+                                                              prod.outputs[0].shape):
+                fused[k] = (_matmul_bias, (*calls[p][1], ins[other]), calls[p][2], outs)
+            else:
+                continue
+            dropped.add(p)
+            break
+    kept = [k for k in range(len(calls)) if k not in dropped]
+    return [fused.get(k, calls[k]) for k in kept], [layers[k] for k in kept]
+
+
+class ReferenceRunner:
+    """Runs one engine's snapshot on the reference executor (Note [Prepared replay]); on
+    CUDA inputs, through a CUDA graph per input signature where ``cuda_graphs`` allows."""
+
+    def __init__(self, snapshot: NetworkSnapshot, name: str = "engine"):
+        self.snapshot = snapshot
+        self.name = name
+        self.device = snapshot_device(snapshot)
+        steps = plan(snapshot.layers)
+        flat = not any(isinstance(step, Region) for step in steps)
+        self.prepared = _Prepared(snapshot, steps) if flat else None
+        self.checked: set[tuple] = set()
+        self.graphs = EngineGraphs(self._eager, name)
+
+    def to(self, device: torch.device) -> None:
+        """Move the weights to ``device`` (once; a no-op where they are)."""
+        device = torch.device(device)
+        if self.device is not None and self.device != device:
+            nbytes = move_snapshot(self.snapshot, device)
+            log.info("engine %s: %d weight bytes moved to %s", self.name, nbytes, device)
+            self.graphs.clear()
+        self.device = device
+
+    def __call__(self, named: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+        inputs = [named[info.name] for info in self.snapshot.inputs]
+        device = inputs[0].device if inputs else self.device
+        if device is not None and device != self.device:
+            self.to(device)
+        if device is not None and device.type == "cuda" and graphs_enabled():
+            return self.graphs(inputs)
+        return self._eager(inputs)
+
+    def _eager(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+        if self.prepared is None:
+            named = {info.name: value for info, value in zip(self.snapshot.inputs, inputs)}
+            return [o.contiguous() for o in run_snapshot(self.snapshot, named)]
+        signature = tuple((tuple(t.shape), t.dtype) for t in inputs)
+        check = signature not in self.checked
+        outputs = self.prepared.run(inputs, check)
+        if check:
+            self.checked.add(signature)
+        return outputs

@@ -1,0 +1,350 @@
+"""Zoo programs saved on one machine and timed on another (issue 27): ``zoo save`` compiles
+zoo models and writes each program (``torch_trt_ref.save``) with a sidecar JSON naming the
+model, precision, batch and checksums of its inputs and weights; ``zoo latency`` loads them
+(on a GPU machine, with or without TensorRT), checks each against eager there by the float64
+rule, and times the reference executor (CUDA graphs off, per engine, whole module) beside
+eager and torch.compile (inductor) of the same zoo model, with CUDA events: warm-up, then
+median and p90. It writes JSON-lines records (``kind: "gpu_latency"``) and a markdown
+table; ``zoo report`` reads the records."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import json
+import platform
+import statistics
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from torch_trt_ref.settings import PRECISION_DTYPES
+
+from . import measure
+from .cell import settings_for
+from .matrix import Cell
+from .registry import QUICK, get
+from .schema import SCHEMA_VERSION
+
+SIDE = ".json"
+PROGRAM = ".prog"
+
+
+def batched_inputs(name: str, batch: int) -> tuple[tuple, dict]:
+    """The zoo entry's example inputs with their batch dim (dim 0) made ``batch``: float
+    inputs drawn anew from a seeded generator, integer inputs repeated."""
+    args, kwargs = get(name).inputs()
+    if batch == 1:
+        return args, kwargs
+    g = torch.Generator().manual_seed(1)
+
+    def grow(x):
+        if not isinstance(x, torch.Tensor):
+            return x
+        if x.is_floating_point():
+            return torch.randn((batch, *x.shape[1:]), generator=g, dtype=x.dtype)
+        return x.repeat(batch, *([1] * (x.dim() - 1)))
+
+    return tuple(grow(a) for a in args), {k: grow(v) for k, v in kwargs.items()}
+
+
+def checksum(tensors) -> float:
+    return float(sum(t.double().sum() for t in tensors if t.is_floating_point())
+                 + sum(t.double().sum() for t in tensors if not t.is_floating_point()))
+
+
+def program_name(model: str, precision: str, batch: int) -> str:
+    return f"{model}-{precision}-b{batch}"
+
+
+def save_programs(models: list[str], precisions: list[str], batches: list[int], out: Path,
+                  strategy: str = "fast", plans: bool = True,
+                  log: Callable[[str], None] = print) -> list[Path]:
+    """Compile and save each model x precision x batch into ``out``; returns the paths.
+    ``plans=False`` saves without TensorRT plans (reference executor only, half the size)."""
+    import torch_trt_ref
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name in models:
+        entry = get(name)
+        for precision in precisions:
+            for batch in batches:
+                model = entry.factory()
+                args, kwargs = batched_inputs(name, batch)
+                cell = Cell(name, strategy, precision)
+                settings = settings_for(cell, entry.weight_bytes(model), entry.compile_settings)
+                start = time.perf_counter()
+                compiled = torch_trt_ref.compile(model, args, kwargs, **settings)
+                stem = out / program_name(name, precision, batch)
+                torch_trt_ref.save(compiled, stem.with_suffix(PROGRAM), plans=plans)
+                side = {"model": name, "precision": precision, "batch": batch,
+                        "strategy": strategy, "plans": plans, "settings": {k: str(v) for k, v in
+                                                           settings.items()},
+                        "inputs_checksum": checksum(_leaves(args, kwargs)),
+                        "weights_checksum": checksum(model.state_dict().values()),
+                        "compile_seconds": time.perf_counter() - start,
+                        "torch": torch.__version__}
+                stem.with_suffix(SIDE).write_text(json.dumps(side, indent=1))
+                size = stem.with_suffix(PROGRAM).stat().st_size
+                log(f"saved {stem.name}{PROGRAM}: {size / 2**20:.1f} MiB, "
+                    f"{side['compile_seconds']:.0f} s")
+                written.append(stem.with_suffix(PROGRAM))
+                del compiled, model
+                gc.collect()
+    return written
+
+
+def _leaves(args, kwargs) -> list[torch.Tensor]:
+    return [x for x in [*args, *kwargs.values()] if isinstance(x, torch.Tensor)]
+
+
+def cuda_latency(fn: Callable[[], Any], warmup: int, runs: int) -> dict[str, Any]:
+    """CUDA-event time of ``fn`` (launches and GPU work of one call): ``warmup`` untimed
+    calls, then ``runs`` timed ones; milliseconds."""
+    with torch.no_grad():
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(runs):
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end))
+    return {"warmup": warmup, "runs": runs, "median_ms": statistics.median(times),
+            "p90_ms": measure.percentile(times, 0.9), "min_ms": min(times)}
+
+
+def _to(value, device, dtype=None):
+    return torch.utils._pytree.tree_map(
+        lambda t: (t.to(device, dtype) if dtype is not None and t.is_floating_point()
+                   else t.to(device)) if isinstance(t, torch.Tensor) else t, value)
+
+
+def measure_program(path: Path, device: str, warmup: int, runs: int, inductor: bool,
+                    log: Callable[[str], None] = print) -> dict[str, Any]:
+    """One record: the program checked against eager on ``device`` and timed beside eager
+    and inductor of the same zoo model."""
+    import torch_trt_ref
+    from torch_trt_ref.runtime import cuda_graphs
+
+    side = json.loads(path.with_suffix(SIDE).read_text())
+    record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "kind": "gpu_latency",
+                              "program": path.name, **side,
+                              "device": device, "status": "ok", "env": environment(device)}
+    stage = "load"
+    caught = warnings.catch_warnings(record=True)
+    seen = caught.__enter__()
+    warnings.simplefilter("always")
+    try:
+        entry = get(side["model"])
+        dtype = PRECISION_DTYPES[side["precision"]]
+        model = entry.factory()
+        args, kwargs = batched_inputs(side["model"], side["batch"])
+        record["checksums_match"] = {
+            "inputs": checksum(_leaves(args, kwargs)) == side["inputs_checksum"],
+            "weights": checksum(model.state_dict().values()) == side["weights_checksum"]}
+        compiled = torch_trt_ref.load(path).to(device)
+        record["executors"] = sorted(set(torch_trt_ref.executors_used(compiled).values()))
+        model = model.to(device)
+        args, kwargs = _to(args, device), _to(kwargs, device)
+        stage = "accuracy"
+        with torch.no_grad(), cuda_graphs.cuda_graphs(False):
+            reference = model(*args, **kwargs)
+            result = compiled(*args, **kwargs)
+            with cuda_graphs.cuda_graphs(True):
+                graphed = compiled(*args, **kwargs)
+        acc = measure.accuracy(reference, result)
+        eager, eager64, notes = measure.references(model, args, kwargs, dtype, reference)
+        acc.update(measure.float64_rule(result, eager, eager64, acc["max_abs_error"],
+                                        entry.tolerance(side["precision"]), notes))
+        # ``result`` is the first, checked run (every layer unfused); ``graphed`` the timed
+        # path (fused multiply-adds, CUDA graph): both are judged
+        acc["graphs_equal_uncaptured"] = all(
+            torch.equal(a, b) for a, b in zip(measure.tensors(graphed), measure.tensors(result)))
+        acc["graphed"] = measure.float64_rule(graphed, eager, eager64, measure.accuracy(
+            reference, graphed)["max_abs_error"], entry.tolerance(side["precision"]), [])
+        acc["passed"] = acc["passed"] and acc["graphed"]["passed"]
+        record["accuracy"] = acc
+        stage = "latency"
+        low = copy.deepcopy(model).to(dtype)
+        low_args, low_kwargs = _to(args, device, dtype), _to(kwargs, device, dtype)
+        times: dict[str, Any] = {}
+        times["eager"] = cuda_latency(lambda: low(*low_args, **low_kwargs), warmup, runs)
+        with cuda_graphs.cuda_graphs(False):
+            times["ours_no_graphs"] = cuda_latency(lambda: compiled(*args, **kwargs),
+                                                   warmup, runs)
+        with cuda_graphs.cuda_graphs(True):
+            times["ours_engine_graphs"] = cuda_latency(lambda: compiled(*args, **kwargs),
+                                                       warmup, runs)
+            whole = cuda_graphs.whole_module(compiled)
+            times["ours_whole_graph"] = cuda_latency(lambda: whole(*args, **kwargs),
+                                                     warmup, runs)
+        if inductor:
+            stage = "inductor"
+            start = time.perf_counter()
+            fast = torch.compile(low)
+            times["inductor"] = cuda_latency(lambda: fast(*low_args, **low_kwargs),
+                                             warmup, runs)
+            times["inductor"]["compile_and_warmup_s"] = time.perf_counter() - start
+        record["latency"] = times
+        record["graphs"] = {name: [v is not None for v in runner.graphs.replays.values()]
+                            for name, runner in _runners(compiled)}
+    except Exception as err:  # the run records the failure and goes on
+        record["status"] = "error"
+        record["error"] = {"stage": stage, "type": type(err).__name__,
+                           "message": str(err)[:2000]}
+    finally:
+        caught.__exit__(None, None, None)
+    record["warnings"] = sorted({str(w.message)[:400] for w in seen})
+    log(summary_line(record))
+    return record
+
+
+def _runners(compiled):
+    """(engine name, its reference runner) of every engine that ran on the reference
+    executor."""
+    for name, module in compiled.named_modules():
+        runner = getattr(getattr(module, "handle", None), "_reference", None)
+        if runner is not None:
+            yield name, runner
+
+
+def environment(device: str) -> dict[str, Any]:
+    env = {"torch": torch.__version__, "python": platform.python_version()}
+    try:
+        from torch_trt_ref._trt import BACKEND, trt
+        env["tensorrt"] = f"{BACKEND} {trt.__version__}"
+    except ImportError:
+        env["tensorrt"] = "none"
+    if device.startswith("cuda") and torch.cuda.is_available():
+        env["gpu"] = torch.cuda.get_device_name(device)
+        env["cuda"] = torch.version.cuda
+        try:
+            import subprocess
+            env["driver"] = subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                capture_output=True, text=True, timeout=20).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            env["driver"] = "unknown"
+    return env
+
+
+COLUMNS = ("eager", "inductor", "ours_no_graphs", "ours_engine_graphs", "ours_whole_graph")
+
+
+def summary_line(r: dict) -> str:
+    if r["status"] != "ok":
+        return f"{r['program']}: {r['status']} at {r['error']['stage']}: {r['error']['type']}"
+    lat = r["latency"]
+    cells = ", ".join(f"{k} {lat[k]['median_ms']:.3f}" for k in COLUMNS if k in lat)
+    return f"{r['program']}: float64 rule {r['accuracy'].get('passed')}; ms median: {cells}"
+
+
+def markdown(records: list[dict]) -> str:
+    """The latency table: median / p90 ms per variant, ours over eager and inductor."""
+    envs = sorted({f"{r['env'].get('gpu')}, driver {r['env'].get('driver')}, torch "
+                   f"{r['env'].get('torch')}, TensorRT {r['env'].get('tensorrt')}"
+                   for r in records})
+    lines = [f"- {e}" for e in envs] + ["", "| program | executors | float64 rule | "
+             + " | ".join(f"{c} ms median / p90" for c in COLUMNS)
+             + " | best ours / eager | best ours / inductor |",
+             "|" + "---|" * (len(COLUMNS) + 5)]
+    for r in records:
+        if r["status"] != "ok":
+            lines.append(f"| {r['program']} | {r['status']} at {r['error']['stage']}: "
+                         f"{r['error']['type']} |" + " |" * (len(COLUMNS) + 3))
+            continue
+        lat = r["latency"]
+        best = min(lat[k]["median_ms"] for k in COLUMNS if k.startswith("ours") and k in lat)
+        ratio = lambda k: f"{best / lat[k]['median_ms']:.2f}x" if k in lat else "-"  # noqa
+        acc = r["accuracy"]
+        ratios = [acc.get("ratio"), acc.get("graphed", {}).get("ratio")]
+        rule = f"{'ok' if acc.get('passed') else 'FAIL'} (" + " / ".join(
+            "-" if r is None else f"{r:.2f}" for r in ratios) + ")"
+        lines.append(f"| {r['program']} | {'+'.join(r.get('executors', []))} | {rule} | "
+                     + " | ".join(f"{lat[k]['median_ms']:.3f} / {lat[k]['p90_ms']:.3f}"
+                                  if k in lat else "-" for k in COLUMNS)
+                     + f" | {ratio('eager')} | {ratio('inductor')} |")
+    return "\n".join(lines) + "\n"
+
+
+def split_records(records: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(sweep records, ``zoo latency`` records) of what ``zoo report`` read."""
+    return ([r for r in records if r.get("kind") != "gpu_latency"],
+            [r for r in records if r.get("kind") == "gpu_latency"])
+
+
+def gpu_section(records: list[dict]) -> str:
+    return "## Latency of saved programs on a GPU (zoo latency)\n\n" + markdown(records)
+
+
+def save_command(args: argparse.Namespace) -> int:
+    models = args.models or list(QUICK)
+    save_programs(models, args.precisions, args.batches, Path(args.out), args.strategy,
+                  not args.no_plans)
+    return 0
+
+
+def latency_command(args: argparse.Namespace) -> int:
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        print(f"--device {args.device}: torch {torch.__version__} sees no CUDA device",
+              file=sys.stderr)
+        return 2
+    paths = sorted(p for d in args.programs for p in
+                   (Path(d).glob(f"*{PROGRAM}") if Path(d).is_dir() else [Path(d)]))
+    if not paths:
+        print(f"no {PROGRAM} programs in {args.programs}", file=sys.stderr)
+        return 2
+    records = []
+    for i, path in enumerate(paths):
+        print(f"[{i + 1}/{len(paths)}] {path.name}", flush=True)
+        records.append(measure_program(path, args.device, args.warmup, args.runs,
+                                       not args.no_inductor))
+        gc.collect()
+        torch.cuda.empty_cache()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("a") as f:
+        for r in records:
+            f.write(json.dumps(r, default=str) + "\n")
+    table = markdown(records)
+    out.with_suffix(".md").write_text(table)
+    print(table)
+    return 0 if all(r["status"] == "ok" and r["accuracy"].get("passed")
+                    for r in records) else 1
+
+
+def add_parsers(sub) -> None:
+    """``zoo save`` and ``zoo latency`` under the zoo command's subparsers."""
+    s = sub.add_parser("save", help="compile zoo models and save each program (for latency "
+                                    "on another machine)")
+    s.add_argument("out", help="folder for the .prog files and their .json sidecars")
+    s.add_argument("--models", nargs="+", help=f"zoo models (default: quick {list(QUICK)})")
+    s.add_argument("--precisions", nargs="+", default=["fp16"], choices=list(PRECISION_DTYPES),
+                   help="compile precisions (default fp16)")
+    s.add_argument("--batches", nargs="+", type=int, default=[1],
+                   help="batch sizes: dim 0 of the zoo inputs (default 1)")
+    s.add_argument("--strategy", default="fast", help="partition strategy (default fast)")
+    s.add_argument("--no-plans", action="store_true",
+                   help="leave the TensorRT plans out (the reference executor runs them)")
+    s.set_defaults(func=save_command)
+    lat = sub.add_parser("latency", help="load saved zoo programs and time them beside eager "
+                                         "and inductor with CUDA events")
+    lat.add_argument("programs", nargs="+", help=".prog files or folders of them")
+    lat.add_argument("--device", default="cuda", help="where to run (default cuda)")
+    lat.add_argument("--warmup", type=int, default=20, help="untimed calls (default 20)")
+    lat.add_argument("--runs", type=int, default=100, help="timed calls (default 100)")
+    lat.add_argument("--no-inductor", action="store_true",
+                     help="skip torch.compile (inductor): its compile takes seconds per model")
+    lat.add_argument("--out", default="out/gpu_latency.jsonl",
+                     help="JSON-lines records, appended (a .md table beside it)")
+    lat.set_defaults(func=latency_command)
