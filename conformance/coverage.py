@@ -21,9 +21,6 @@ _TORCH_TRT_OP = ("a custom op defined by the torch_tensorrt package (``torch.ops
 NOT_HERE = {
     **{f"tensorrt.fused_nccl_{kind}.default": _NCCL for kind in (
         "all_gather", "all_reduce", "all_to_all", "gather", "reduce_scatter", "scatter")},
-    "tensorrt.quantize_op.default": _TORCH_TRT_OP + " (ModelOpt's fake quantization)",
-    "tensorrt.dynamic_block_quantize_op.default": _TORCH_TRT_OP + " (ModelOpt's dynamic "
-                                                                  "block quantization)",
     "tensorrt.conv_asym_pad.default": _TORCH_TRT_OP + " (its own asymmetric-padding "
                                                       "convolution)",
 }

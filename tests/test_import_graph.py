@@ -30,7 +30,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("torch_trt_ref._trt", "torch_trt_ref.settings", "torch_trt_ref.inputs",
      "torch_trt_ref.weights", "torch_trt_ref.accuracy", "torch_trt_ref.report",
      "torch_trt_ref.memory", "torch_trt_ref.ownership", "torch_trt_ref.errors",
-     "torch_trt_ref.library_ops", "torch_trt_ref.missing_trt"),
+     "torch_trt_ref.library_ops", "torch_trt_ref.missing_trt",
+     "torch_trt_ref.quantization"),  # the quantizer ops and PTQ: torch only
     # 1: capture, arguments, the engine cache, and the conversion layer's base
     ("torch_trt_ref.capture", "torch_trt_ref.capture_errors", "torch_trt_ref.resized_inputs",
      "torch_trt_ref.ranges", "torch_trt_ref.size_conditions", "torch_trt_ref.torchscript",

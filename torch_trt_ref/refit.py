@@ -17,6 +17,7 @@ from torch.fx import GraphModule
 from .ownership import own_weights, storages_of
 from .runtime.by_size import BySize
 from .runtime.module import EngineModule
+from .runtime.reference.folding import forget as forget_folded
 from .weights import WeightProgram, WeightProgramError
 
 
@@ -63,6 +64,7 @@ def refit(compiled: GraphModule,
     own_weights(compiled, storages_of(state.values()),
                 [engines[name].engine.snapshot for name in updated])
     for name in updated:
+        forget_folded(engines[name].engine.snapshot)
         engines[name].engine.refit_plan()
         holder = getattr(engines[name], "handle", engines[name])
         # a deserialized engine, and the reference executor's CUDA graphs, hold the old weights

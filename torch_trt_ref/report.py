@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import time
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -107,6 +108,9 @@ class CompileReport:
         for op, n in sorted(sup.get("unsupported", {}).items()):
             why = "; ".join(sup.get("reasons", {}).get(op, {}))
             lines.append(f"  unsupported {op} x{n}: {why}")
+        quantizers = Counter(w.split(",")[0] for w in sup.get("quantizers", {}).values())
+        if quantizers:
+            lines.append("quantizers: " + ", ".join(f"{w} x{n}" for w, n in quantizers.items()))
         if self.frontend:
             lines.append(f"frontend: {self.frontend}")
         if self.lowering:

@@ -26,7 +26,7 @@ from torch_trt_ref.settings import (
     CompilationSettings,
 )
 
-from . import measure
+from . import measure, quantized
 from .matrix import Cell
 from .registry import get
 from .rss import PhaseRSS
@@ -68,10 +68,11 @@ def settings_for(cell: Cell, weight_bytes: int, base: dict[str, Any] | None = No
     """Compile keyword settings of a cell (on top of the entry's ``base`` settings).
     Resource partitioning gets a CPU budget whose per-engine share is ``budget_fraction`` of
     the weights in the cell's precision."""
+    precision = "fp32" if cell.precision in quantized.QUANT_PRECISIONS else cell.precision
     kwargs: dict[str, Any] = {**(base or {}), "partitioner": cell.strategy,
-                              "precision": cell.precision}
+                              "precision": precision}
     if cell.resource_partitioning:
-        itemsize = PRECISION_DTYPES[cell.precision].itemsize
+        itemsize = PRECISION_DTYPES[precision].itemsize
         engine_budget = max(1, int(weight_bytes * itemsize / 4 * cell.budget_fraction))
         kwargs.update(enable_resource_partitioning=True,
                       cpu_memory_budget=ENGINE_MEMORY_MULTIPLIER * engine_budget)
@@ -146,6 +147,11 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
         # the reference call above was the warm-up; eager timing is context, keep it short
         record["eager_latency"] = measure.latency(lambda: model(*args, **kwargs), 0,
                                                   min(runs, 5), max_seconds / 4)
+        fp32_model = model
+        if cell.precision in quantized.QUANT_PRECISIONS:
+            stage = "quantize"
+            model, record["quantization"] = quantized.prepare(model, cell.precision, args,
+                                                              kwargs)
         stage = "compile"
         settings = settings_for(cell, weight_bytes, entry.compile_settings)
         compile_args, compile_kwargs = (entry.dynamic if cell.dynamic and entry.dynamic
@@ -168,9 +174,14 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
         with torch.no_grad():
             result = compiled(*args, **kwargs)
         stage = "accuracy"
-        record["accuracy"] = _accuracy(model, args, kwargs, reference, result,
-                                       PRECISION_DTYPES[cell.precision],
-                                       entry.tolerance(cell.precision))
+        if model is not fp32_model:
+            record["quantization"].update(quantized.layer_counts(compiled))
+            record["accuracy"] = quantized.accuracy(model, args, kwargs, reference, result,
+                                                    entry.tolerance(cell.precision))
+        else:
+            record["accuracy"] = _accuracy(model, args, kwargs, reference, result,
+                                           PRECISION_DTYPES[cell.precision],
+                                           entry.tolerance(cell.precision))
         del result
         gc.collect()
         stage = "latency"

@@ -12,6 +12,7 @@ from torch_trt_ref.settings import PARTITIONERS, PRECISIONS
 from . import compare as cmp
 from . import model_commands
 from .matrix import DEFAULT_BUDGET_FRACTION, full_matrix, matrix, quick_matrix
+from .quantized import QUANT_PRECISIONS
 from .registry import ZOO, select
 
 RP_CHOICES = {"off": (False,), "on": (True,), "both": (False, True)}
@@ -203,8 +204,9 @@ def add_subcommands(subparsers) -> None:
     run.add_argument("--tags", nargs="+", help="models with any of these tags")
     run.add_argument("--strategies", nargs="+", choices=PARTITIONERS,
                      help="partition strategies (default: all)")
-    run.add_argument("--precisions", nargs="+", choices=PRECISIONS,
-                     help="compile precisions (default: all)")
+    run.add_argument("--precisions", nargs="+", choices=PRECISIONS + QUANT_PRECISIONS,
+                     help="compile precisions (default: fp32/fp16/bf16); int8 and fp8 "
+                          "quantize Linear/Conv first (docs/quantization.md)")
     run.add_argument("--rp", choices=sorted(RP_CHOICES),
                      help="resource partitioning cells (default: off; both with --full)")
     run.add_argument("--budget-fraction", type=float, default=DEFAULT_BUDGET_FRACTION,

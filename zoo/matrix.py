@@ -9,10 +9,12 @@ from typing import Any, Iterable
 
 from torch_trt_ref.settings import PARTITIONERS, PRECISIONS
 
+from .quantized import QUANT_PRECISIONS
 from .registry import QUICK, ZOO
 
 QUICK_STRATEGIES = ("fast", "dependency_aware")
 QUICK_PRECISIONS = ("fp32", "fp16")
+QUICK_QUANTIZED = (("resnet18", "int8"), ("bert_2layer", "fp8"))
 # Quick models whose strategies are compared (they split, or are the anchors of the strategy
 # table); the other quick models convert whole under any strategy, so they run `fast` only.
 QUICK_STRATEGY_MODELS = ("resnet18", "mobilenet_v2", "bert_2layer", "gpt2_2layer",
@@ -54,8 +56,9 @@ def matrix(models: Iterable[str], strategies: Iterable[str] = PARTITIONERS,
         if s not in PARTITIONERS:
             raise ValueError(f"unknown strategy {s!r}; use one of {list(PARTITIONERS)}")
     for p in precisions:
-        if p not in PRECISIONS:
-            raise ValueError(f"unknown precision {p!r}; use one of {list(PRECISIONS)}")
+        if p not in PRECISIONS + QUANT_PRECISIONS:
+            raise ValueError(f"unknown precision {p!r}; use one of "
+                             f"{list(PRECISIONS + QUANT_PRECISIONS)}")
     return [Cell(m, s, p, rp, budget_fraction, dynamic) for m, s, rp, p in itertools.product(
         list(models), list(strategies), list(resource_partitioning), list(precisions))]
 
@@ -66,15 +69,24 @@ def quick_text_models() -> list[str]:
 
 
 def quick_matrix() -> list[Cell]:
-    """The CI subset (31 cells): QUICK_STRATEGY_MODELS x fast/dependency_aware x fp32/fp16,
-    the other quick models x fast x fp32/fp16, and every quick text model with a dynamic
-    sequence length (fast, fp32)."""
+    """The CI subset (33 cells): QUICK_STRATEGY_MODELS x fast/dependency_aware x fp32/fp16,
+    the other quick models x fast x fp32/fp16, every quick text model with a dynamic
+    sequence length (fast, fp32), and QUICK_QUANTIZED (one int8 and one fp8 cell)."""
     others = [m for m in QUICK if m not in QUICK_STRATEGY_MODELS]
     return (matrix(QUICK_STRATEGY_MODELS, QUICK_STRATEGIES, QUICK_PRECISIONS)
             + matrix(others, ("fast",), QUICK_PRECISIONS)
-            + matrix(quick_text_models(), ("fast",), ("fp32",), dynamic=True))
+            + matrix(quick_text_models(), ("fast",), ("fp32",), dynamic=True)
+            + [Cell(m, "fast", p) for m, p in QUICK_QUANTIZED])
+
+
+def quantizable(model: str) -> bool:
+    """CNNs and transformers get the quantized precisions (their Linear/Conv layers)."""
+    return bool({"vision", "transformers"} & set(ZOO[model].tags))
 
 
 def full_matrix() -> list[Cell]:
-    """Every model x every strategy (with and without resource partitioning) x precision."""
-    return matrix(ZOO, PARTITIONERS, PRECISIONS, (False, True))
+    """Every model x every strategy (with and without resource partitioning) x precision;
+    CNNs and transformers also x int8/fp8/nvfp4."""
+    return (matrix(ZOO, PARTITIONERS, PRECISIONS, (False, True))
+            + matrix([m for m in ZOO if quantizable(m)], PARTITIONERS, QUANT_PRECISIONS,
+                     (False, True)))

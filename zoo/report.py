@@ -200,6 +200,33 @@ def resource_section(records: list[dict]) -> list[str]:
                   "peak RSS MiB", "peak RSS MiB (rp)"], body)
 
 
+def quantized_section(records: list[dict]) -> list[str]:
+    """Quantized cells (int8, fp8) beside the same model's fp32/fp16/bf16 cells: Q/DQ layers,
+    calibration time, the float64 rule against the eager quantized model, and cosine /
+    top-1 agreement with eager fp32 (reported, not judged)."""
+    cosines: dict[tuple, dict[str, str]] = defaultdict(dict)
+    for r in records:
+        c, acc = r["cell"], r.get("accuracy") or {}
+        cosines[(c["model"], c["strategy"])][c["precision"]] = num(acc.get("cosine"), ".5f")
+    body = []
+    for r in records:
+        c, q = r["cell"], r.get("quantization")
+        if not q:
+            continue
+        acc = r.get("accuracy") or {}
+        others = cosines[(c["model"], c["strategy"])]
+        body.append([c["model"], c["strategy"], c["precision"], q.get("quantize", "-"),
+                     q.get("dequantize", "-"), f"{q['calibration_seconds']:.2f}",
+                     "✓" if acc.get("passed") else "✗", num(acc.get("ratio")),
+                     num(acc.get("cosine"), ".5f"), num(acc.get("top1_vs_fp32"), ".3f"),
+                     " / ".join(others.get(p, "-") for p in ("fp16", "bf16"))])
+    if not body:
+        return ["No quantized cell."]
+    return table(["model", "strategy", "precision", "Q layers", "DQ layers", "calibration s",
+                  "float64 rule vs fake-quant", "ratio", "cosine vs fp32", "top-1 vs fp32",
+                  "cosine fp16 / bf16"], body)
+
+
 def unsupported_section(records: list[dict]) -> list[str]:
     """Ops without TensorRT support: nodes per model (fp32 graphs, any strategy)."""
     per_op: dict[str, dict[str, int]] = defaultdict(dict)
@@ -268,6 +295,7 @@ def markdown(records: list[dict], title: str = "Model zoo report",
         out += section(partition_anchor)
     out += ["", "## Peak compile memory by phase (fp32)", ""] + memory_section(records)
     out += ["", "## Resource partitioning", ""] + resource_section(records)
+    out += ["", "## Quantized cells (docs/quantization.md)", ""] + quantized_section(records)
     out += ["", "## Unsupported ops", ""] + unsupported_section(records)
     out += ["", "## Failures and fallbacks", ""] + error_section(records)
     return "\n".join(out) + "\n"

@@ -53,7 +53,7 @@ def test_quick_matrix_runs_every_quick_text_model_with_dynamic_shapes():
     assert text == dynamic == {"bert_2layer", "gpt2_2layer", "llama_2layer", "qwen2_2layer",
                                "t5_2layer"}
     assert {c.model for c in cells} == set(QUICK)
-    assert len({c.key for c in cells}) == len(cells) == 31
+    assert len({c.key for c in cells}) == len(cells) == 33
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))

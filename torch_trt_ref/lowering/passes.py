@@ -85,6 +85,7 @@ def remove_asserts(gm: GraphModule, settings: CompilationSettings) -> GraphModul
 
 
 _UNINITIALIZED = ("aten::empty", "aten::new_empty")  # empty, empty_strided, empty_permuted, ...
+_QUANTIZERS = ("tensorrt::quantize_op", "tensorrt::dynamic_block_quantize_op")  # DESIGN D13
 
 
 def _foldable(node: Node, folded: set[Node]) -> bool:
@@ -96,8 +97,8 @@ def _foldable(node: Node, folded: set[Node]) -> bool:
         return False
     if node.target._schema.is_mutable or torch.Tag.nondeterministic_seeded in node.target.tags:
         return False
-    if node.target._schema.name.startswith(_UNINITIALIZED):
-        return False
+    if node.target._schema.name.startswith(_UNINITIALIZED + _QUANTIZERS):
+        return False  # a quantizer stays a node: TensorRT folds it into the weight it reads
     return all(n.op == "get_attr" or n in folded for n in node.all_input_nodes)
 
 

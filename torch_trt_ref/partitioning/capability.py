@@ -17,6 +17,7 @@ from ..conversion.registry import CONVERTERS, ConverterRegistry
 from ..lowering.program import lowered
 from ..settings import CompilationSettings, matches_op, op_name
 from .modules import module_fallback_reason
+from .quantized import describe, is_quantizer
 from .random_ops import random_reason
 
 aten = torch.ops.aten
@@ -92,6 +93,8 @@ class SupportReport:
     supported: Counter = field(default_factory=Counter)
     unsupported: Counter = field(default_factory=Counter)
     reasons: dict[str, dict[str, int]] = field(default_factory=dict)
+    # quantizer node -> its precision and layout, and where it runs (DESIGN D13)
+    quantizers: dict[str, str] = field(default_factory=dict)
 
     @property
     def n_supported(self) -> int:
@@ -104,7 +107,7 @@ class SupportReport:
     def to_json(self) -> dict[str, Any]:
         return {"supported": dict(self.supported), "unsupported": dict(self.unsupported),
                 "reasons": self.reasons, "n_supported": self.n_supported,
-                "n_total": self.n_total}
+                "n_total": self.n_total, "quantizers": self.quantizers}
 
     def __str__(self) -> str:
         lines = [f"{self.n_supported}/{self.n_total} call_function nodes supported by TensorRT"]
@@ -116,6 +119,9 @@ class SupportReport:
             for op, n in sorted(self.unsupported.items()):
                 why = "; ".join(f"{r} (x{c})" for r, c in self.reasons[op].items())
                 lines.append(f"  {op}: {n} -- {why}")
+        if self.quantizers:
+            lines.append("Quantizers:")
+            lines += [f"  {name}: {what}" for name, what in self.quantizers.items()]
         return "\n".join(lines)
 
 
@@ -134,6 +140,9 @@ def support_report(gm: GraphModule, settings: CompilationSettings,
             report.unsupported[name] += 1
             bucket = report.reasons.setdefault(name, {})
             bucket[reason] = bucket.get(reason, 0) + 1
+        if is_quantizer(node):
+            report.quantizers[node.name] = describe(node) + (
+                ", TensorRT" if reason is None else f", PyTorch: {reason}")
     return report
 
 

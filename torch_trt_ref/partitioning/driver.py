@@ -15,6 +15,7 @@ from ..settings import CompilationSettings, op_name
 from .atomic import find_atomic_groups
 from .capability import check_node
 from .hierarchical import accepts, backend_priority
+from .quantized import follow_readers, quantizer_groups
 from .resource import resource_partition
 from .result import TENSORRT, TORCH, PartitionResult
 from .rules import (  # noqa: F401  (fill_boundaries, merge_adjacent: re-exported)
@@ -110,9 +111,11 @@ def _partition(gm: GraphModule, settings: CompilationSettings, registry: Convert
         if reason is not None:
             rejected[node] = reason
         by_target.setdefault(node.target, []).append(node)
+    follow_readers(calls, rejected)
     if settings.require_full_compilation and rejected:
         raise _full_compilation_error(rejected)
     atomic = [nodes for _, nodes in find_atomic_groups(gm, by_target=by_target)]
+    atomic += quantizer_groups(calls)
     while True:
         units = unit_graph(gm, settings, rejected, spec.multi_backend, atomic, calls)
         segments = spec.run(units, settings)

@@ -9,6 +9,7 @@ import itertools
 import torch
 
 from ..snapshot import LayerRecord, NetworkSnapshot, TensorInfo
+from .folding import folded
 from .layers.attention_ops import unrunnable_reason
 from .plan import Region, Step, plan
 from .registry import REFERENCE_LAYERS
@@ -47,7 +48,12 @@ def run_snapshot(snapshot: NetworkSnapshot, inputs: dict[str, torch.Tensor],
         _check(LayerRecord("input", "INPUT", [], [info]), info, value)
         values[info.name] = value
     device = next(iter(values.values())).device if values else torch.device("cpu")
-    _run_steps(plan(snapshot.layers), values, device)
+    done = folded(snapshot, lambda layers, into: _run_steps(layers, into, device), device)
+    values.update(done)
+    layers = snapshot.layers
+    if done:  # computed once, as TensorRT folds weight quantization (folding.py)
+        layers = [layer for layer in layers if not any(o.name in done for o in layer.outputs)]
+    _run_steps(plan(layers), values, device)
     return [values[name] for name in snapshot.outputs]
 
 

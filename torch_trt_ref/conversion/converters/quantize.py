@@ -1,0 +1,139 @@
+"""Converters of the quantizer ops (DESIGN D13): ``tensorrt::quantize_op`` onto an
+IQuantizeLayer + IDequantizeLayer pair (INT8, FP8 E4M3) and
+``tensorrt::dynamic_block_quantize_op`` (NVFP4) onto IDynamicQuantizeLayer + two
+IDequantizeLayers, in the strongly typed network. Validators reject what TensorRT rejects."""
+
+from __future__ import annotations
+
+import operator
+from typing import Optional
+
+import torch
+from torch.fx import Node
+
+from ..._trt import to_trt_dtype, trt
+from ...quantization.ops import FP4_MAX, FP8_MAX, QUANTIZE_OPS, format_of
+from .. import helpers
+from .._trt_ops import EW
+from ..blocks.nodes import FLOAT_DTYPES, fake, node_args
+from ..registry import converter
+
+quantize_op, block_quantize_op, block_quantize_none = QUANTIZE_OPS
+MAX_VALUE = {"int8": 127.0, "fp8": FP8_MAX}
+TRT_TYPE = {"int8": trt.int8, "fp8": trt.fp8}
+
+
+def constant_value(value) -> Optional[torch.Tensor]:
+    """The tensor of a get_attr node (a weight or buffer), else None."""
+    if isinstance(value, Node) and value.op == "get_attr":
+        return operator.attrgetter(value.target)(value.graph.owning_module)
+    return value if isinstance(value, torch.Tensor) else None
+
+
+def channel_axis(amax: torch.Tensor) -> Optional[int]:
+    """None for a per-tensor amax (one element), else the one dim it varies along."""
+    if amax.numel() == 1:
+        return None
+    dims = [d for d, n in enumerate(amax.shape) if n != 1]
+    return dims[0] if len(dims) == 1 else -1
+
+
+def _quantize_supported(node: Node, settings) -> Optional[str]:
+    args = node_args(node)
+    x, fmt = fake(args["input"]), format_of(args["num_bits"], args["exponent_bits"])
+    if fmt not in MAX_VALUE:
+        return (f"TensorRT quantizes to INT8 (num_bits 8, exponent_bits 0) or FP8 E4M3 (8, 4) "
+                f"only, not ({args['num_bits']}, {args['exponent_bits']})")
+    if args["unsigned"]:
+        return "TensorRT has no unsigned quantization"
+    if x is None or x.dtype not in FLOAT_DTYPES:
+        return f"TensorRT quantizes fp32/fp16/bf16 tensors only (got {getattr(x, 'dtype', x)})"
+    amax = constant_value(args["amax"])
+    if amax is None:
+        return "amax is computed at run time; TensorRT needs a build-time scale"
+    if not bool((amax > 0).all()) or not bool(torch.isfinite(amax).all()):
+        return "an amax of 0 (or inf/NaN) gives a scale TensorRT rejects (scales must be > 0)"
+    axis = channel_axis(amax)
+    if axis is None:
+        return None
+    if fmt == "fp8":
+        return "TensorRT quantizes FP8 per tensor only (this amax is per channel)"
+    if axis != 0 or amax.dim() != x.dim():
+        return f"TensorRT quantizes per channel along axis 0 only (amax shape {list(amax.shape)})"
+    if constant_value(args["input"]) is None:
+        return "TensorRT quantizes activations per tensor only (per channel: weights)"
+    return None
+
+
+# Note [Narrow range]: ModelOpt's INT8 quantizers use the narrow range [-127, 127] (its
+# default narrow_range=True), while TensorRT's IQuantizeLayer clamps INT8 to [-128, 127]: an
+# activation below -127.5 * scale would be -128 in the engine and -127 eagerly. The converter
+# clamps such inputs at -amax (an elementwise MAX before the quantize layer), which maps to
+# exactly -127; a constant (weight) input needs no clamp when it does not reach there.
+@converter(quantize_op, validator=_quantize_supported, dynamic=True, family="quantize")
+def quantize(ctx, input, amax, num_bits, exponent_bits, unsigned, narrow_range):
+    fmt = format_of(num_bits, exponent_bits)
+    dtype = helpers.dtype_of(input)
+    scale = (amax.float() / MAX_VALUE[fmt]).to(dtype)
+    axis = channel_axis(amax)
+    scale = scale.reshape(()) if axis is None else scale.flatten()
+    low = -amax.to(dtype).reshape(amax.shape)
+    if isinstance(input, torch.Tensor):
+        needs_clamp = fmt == "int8" and narrow_range and bool((input < low).any())
+        input = ctx.constant(input)
+    else:
+        needs_clamp = fmt == "int8" and narrow_range
+    if needs_clamp:  # Note [Narrow range]
+        input = helpers.elementwise(ctx, EW.MAX, input, low)
+    return qdq(ctx, input, ctx.constant(scale), TRT_TYPE[fmt], dtype, axis or 0)
+
+
+def qdq(ctx, x, scale, to_type, dtype: torch.dtype, axis: int = 0):
+    """x -> IQuantizeLayer(to_type) -> IDequantizeLayer(dtype), both with ``scale``."""
+    q = ctx.name_layer(ctx.net.add_quantize(x, scale, to_type), "quantize")
+    q.axis = axis
+    dq = ctx.name_layer(ctx.net.add_dequantize(q.get_output(0), scale, to_trt_dtype(dtype)),
+                        "dequantize")
+    dq.axis = axis
+    return dq.get_output(0)
+
+
+def _block_supported(node: Node, settings) -> Optional[str]:
+    args = node_args(node)
+    formats = (format_of(args["num_bits"], args["exponent_bits"]),
+               format_of(args["scale_num_bits"], args["scale_exponent_bits"]))
+    if formats != ("fp4", "fp8"):
+        return "TensorRT's dynamic block quantization here is NVFP4 (FP4 data, FP8 scales) only"
+    x = fake(args["input"])
+    if x is None or x.dtype not in FLOAT_DTYPES:
+        return f"TensorRT quantizes fp32/fp16/bf16 tensors only (got {getattr(x, 'dtype', x)})"
+    if args["block_size"] != 16:
+        return f"NVFP4 blocks hold 16 elements in TensorRT (got {args['block_size']})"
+    if not isinstance(x.shape[-1], int) or x.shape[-1] % 16 or x.dim() not in (2, 3):
+        return "TensorRT's NVFP4 quantizes 2-D/3-D tensors with a static last dim divisible by 16"
+    amax = constant_value(args.get("amax"))
+    if amax is None or not bool((amax > 0).all()):
+        return "NVFP4 needs a build-time global amax > 0"
+    return None
+
+
+@converter(block_quantize_op, validator=_block_supported, family="quantize")
+def block_quantize(ctx, input, block_size, amax, num_bits, exponent_bits, scale_num_bits,
+                   scale_exponent_bits):
+    """NVFP4: global scale = amax / (6 * 448); IDynamicQuantizeLayer computes the FP8 block
+    scales and FP4 data along the last dim; the block scales are dequantized with the global
+    scale and the data with the dequantized block scales."""
+    dtype = helpers.dtype_of(input)
+    x = ctx.constant(input) if isinstance(input, torch.Tensor) else input
+    axis = len(x.shape) - 1
+    global_scale = ctx.constant((amax.float() / (FP4_MAX * FP8_MAX)).reshape(()).to(dtype))
+    layer = ctx.name_layer(ctx.net.add_dynamic_quantize(x, axis, block_size, trt.fp4, trt.fp8),
+                           "dynamic_quantize")
+    layer.set_input(1, global_scale)
+    scales = ctx.name_layer(ctx.net.add_dequantize(layer.get_output(1), global_scale,
+                                                   to_trt_dtype(dtype)), "dequantize")
+    data = ctx.name_layer(ctx.net.add_dequantize(layer.get_output(0), scales.get_output(0),
+                                                 to_trt_dtype(dtype)), "dequantize")
+    data.axis = axis
+    return data.get_output(0)
+

@@ -1,0 +1,5 @@
+"""Quantization (DESIGN D13): the ``tensorrt::`` quantizer ops (ours when ModelOpt is absent)
+and post-training quantization of Linear/Conv layers: docs/quantization.md."""
+
+from .ops import OWNER, QUANTIZE_OPS, dynamic_block_quantize_op, quantize_op  # noqa: F401
+from .ptq import PRECISIONS, TensorQuantizer, quantize, quantizers  # noqa: F401

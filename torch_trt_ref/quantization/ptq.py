@@ -1,0 +1,158 @@
+"""Post-training quantization (our own API): ``quantize(model, calibration_data, ...)`` puts
+quantizers on the inputs and weights of Linear/Conv layers, calibrates their ``amax`` over
+the calibration batches and returns a model whose forward calls the ``tensorrt::`` ops."""
+
+from __future__ import annotations
+
+import copy
+import sys
+import time
+from typing import Any, Iterable
+
+import torch
+from torch import nn
+
+from . import calibrate, ops
+
+PRECISIONS = {"int8": (8, 0), "fp8": (8, 4), "nvfp4": (4, 2)}
+NVFP4_BLOCK = 16
+QUANTIZABLE = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
+
+
+class TensorQuantizer(nn.Module):
+    """One quantizer: calls ``tensorrt::quantize_op`` (INT8, FP8) or
+    ``tensorrt::dynamic_block_quantize_op`` (NVFP4) with its ``amax`` buffer. While a
+    calibrator is attached it only records what it sees and passes ``x`` through."""
+
+    def __init__(self, precision: str, axis: int | None = None):
+        super().__init__()
+        self.precision, self.axis = precision, axis
+        self.register_buffer("amax", torch.zeros(()))
+        self.calibrator = None
+
+    def extra_repr(self) -> str:
+        axis = "per-tensor" if self.axis is None else f"per-channel axis={self.axis}"
+        return f"{self.precision}, {axis}, amax={self.amax.flatten()[:4].tolist()}"
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.calibrator is not None:
+            self.calibrator.collect(x)
+            return x
+        num_bits, exponent_bits = PRECISIONS[self.precision]
+        if self.precision == "nvfp4":
+            return ops.dynamic_block_quantize_op(x, NVFP4_BLOCK, self.amax, 4, 2, 8, 4)
+        return ops.quantize_op(x, self.amax, num_bits, exponent_bits, False,
+                               self.precision == "int8")
+
+
+class _Quantized:
+    """Mixin of the quantized Linear/Conv classes: the layer's own forward on the quantized
+    input and weight. The parameters keep their names (``fc.weight``), so refit and
+    state_dict see the original layer."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        x, w = self.input_quantizer(input), self.weight_quantizer(self.weight)
+        if isinstance(self, nn.Linear):
+            return nn.functional.linear(x, w, self.bias)
+        return self._conv_forward(x, w, self.bias)
+
+
+_CLASSES: dict[type, type] = {}
+
+
+def _quantized_class(cls: type) -> type:
+    if cls not in _CLASSES:
+        _CLASSES[cls] = type(f"Quant{cls.__name__}", (_Quantized, cls), {})
+    return _CLASSES[cls]
+
+
+def _check(precision: str, algorithm: str, percentile: float) -> None:
+    if precision not in PRECISIONS:
+        raise ValueError(f"quantize: precision={precision!r} is not one of "
+                         f"{', '.join(PRECISIONS)}")
+    if algorithm not in calibrate.ALGORITHMS:
+        raise ValueError(f"quantize: algorithm={algorithm!r} is not one of "
+                         f"{', '.join(calibrate.ALGORITHMS)}")
+    if not 0 < percentile <= 100:
+        raise ValueError(f"quantize: percentile={percentile} must be in (0, 100]")
+
+
+def _insert(model: nn.Module, precision: str, skip: Iterable[str]) -> list[str]:
+    """Turn every Linear/Conv not named in ``skip`` (a name or a prefix) into its quantized
+    class; returns the names of the quantized layers."""
+    skip = tuple(skip)
+    done = []
+    for name, module in model.named_modules():
+        kinds = (nn.Linear,) if precision == "nvfp4" else QUANTIZABLE  # NVFP4: GEMMs only
+        if type(module) not in kinds or any(
+                name == s or name.startswith(s + ".") for s in skip):
+            continue
+        if precision == "nvfp4" and module.in_features % NVFP4_BLOCK:
+            continue  # NVFP4 blocks of 16 along the reduction dim
+        weight_axis = 0 if precision == "int8" else None  # TensorRT: FP8 is per-tensor only
+        module.__class__ = _quantized_class(type(module))
+        module.input_quantizer = TensorQuantizer(precision)
+        module.weight_quantizer = TensorQuantizer(precision, weight_axis)
+        done.append(name)
+    return done
+
+
+def _call(model: nn.Module, batch: Any):
+    if isinstance(batch, dict):
+        return model(**batch)
+    if isinstance(batch, (tuple, list)):
+        return model(*batch)
+    return model(batch)
+
+
+def _progress(batches, total):
+    from tqdm import tqdm
+
+    return tqdm(batches, desc="calibrate", unit="batch", total=total, file=sys.stderr,
+                dynamic_ncols=True)
+
+
+def quantizers(model: nn.Module) -> dict[str, TensorQuantizer]:
+    """The model's quantizers by module name."""
+    return {n: m for n, m in model.named_modules() if isinstance(m, TensorQuantizer)}
+
+
+def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str = "int8",
+             algorithm: str = "max", skip: Iterable[str] = (), percentile: float = 99.99,
+             progress: bool = True, inplace: bool = False) -> nn.Module:
+    """Quantize ``model`` for ``precision`` ('int8', 'fp8', 'nvfp4'): quantizers on the input
+    (per-tensor) and weight (INT8: per-channel along axis 0; FP8: per-tensor; NVFP4: blocks
+    of 16, Linear layers with in_features % 16 == 0 only) of every Linear and Conv1d/2d/3d
+    not named in ``skip``. Activation ``amax`` is
+    calibrated with ``algorithm`` ('max', 'percentile', 'entropy') over ``calibration_data``
+    (batches: a tensor, a tuple of positional inputs or a dict of keyword inputs); weight
+    ``amax`` is the weight's max. Returns an eval-mode copy (the model itself with
+    ``inplace``); ``model.quantization`` records what was done."""
+    _check(precision, algorithm, percentile)
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"quantize: model must be a torch.nn.Module, got {type(model).__name__}")
+    model = model if inplace else copy.deepcopy(model)
+    names = _insert(model.eval(), precision, skip)
+    if not names:
+        raise ValueError("quantize: the model has no Linear or Conv1d/2d/3d layer left to "
+                         f"quantize (skip={list(skip)})")
+    found = quantizers(model)
+    for name, q in found.items():
+        q.calibrator = calibrate.make(algorithm, q.axis, percentile)
+    start, count = time.perf_counter(), 0
+    batches = list(calibration_data) if not hasattr(calibration_data, "__len__") \
+        else calibration_data
+    with torch.no_grad():
+        for batch in (_progress(batches, len(batches)) if progress else batches):
+            _call(model, batch)
+            count += 1
+    if not count:
+        raise ValueError("quantize: calibration_data is empty; pass at least one batch")
+    for name, q in found.items():
+        amax = q.calibrator.compute()
+        q.calibrator = None
+        q.amax = torch.zeros(()) if amax is None else amax.detach().float().clone()
+    model.eval()
+    model.quantization = {"precision": precision, "algorithm": algorithm, "layers": names,
+                          "batches": count, "seconds": time.perf_counter() - start}
+    return model
