@@ -71,7 +71,7 @@ def _quantize_supported(node: Node, settings) -> Optional[str]:
 # clamps such inputs at -amax (an elementwise MAX before the quantize layer), which maps to
 # exactly -127; a constant (weight) input needs no clamp when it does not reach there.
 @converter(quantize_op, validator=_quantize_supported, dynamic=True, family="quantize",
-           constants=("amax",))
+           constants=("input", "amax"))
 def quantize(ctx, input, amax, num_bits, exponent_bits, unsigned, narrow_range):
     fmt = format_of(num_bits, exponent_bits)
     dtype = helpers.dtype_of(input)
