@@ -86,6 +86,27 @@ def _tuple_of(value):
     return tuple(value)
 
 
+class _TorchName:
+    """A ``torch`` attribute written by name: ``torch.save`` cannot write a
+    ``torch.memory_format`` (``x.contiguous()`` records ``torch.contiguous_format``)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def value(self) -> Any:
+        return getattr(torch, self.name)
+
+
+def _portable(value: Any) -> Any:
+    if isinstance(value, torch.memory_format):
+        return _TorchName(str(value).removeprefix("torch."))
+    return value
+
+
+def _restored(value: Any) -> Any:
+    return value.value() if isinstance(value, _TorchName) else value
+
+
 @dataclass
 class Step:
     func: _Func
@@ -95,6 +116,15 @@ class Step:
     expect: Any = None  # a guard's recorded Python result
     writes: bool = False  # writes into its first argument
     returns_arg0: bool = False  # ``__setitem__``: the result is the written tensor
+
+    def __getstate__(self) -> dict:  # every argument torch.save can write (_TorchName)
+        return {**vars(self), "args": _map(self.args, _portable),
+                "kwargs": _map(self.kwargs, _portable), "expect": _portable(self.expect)}
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state, args=_map(state["args"], _restored),
+                          kwargs=_map(state["kwargs"], _restored),
+                          expect=_restored(state["expect"]))
 
 
 @dataclass

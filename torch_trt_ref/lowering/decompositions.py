@@ -97,7 +97,8 @@ def linear(x, weight, bias=None):
         return out if bias is None else out + bias
     if x.dim() == 2:
         return aten.addmm.default(bias, x, weight.t())
-    out = aten.addmm.default(bias, x.reshape(-1, x.shape[-1]), weight.t())
+    # flatten, not reshape(-1, k): with k == 0 features, -1 is ambiguous and raised
+    out = aten.addmm.default(bias, x.flatten(0, -2), weight.t())
     return out.view(*x.shape[:-1], weight.shape[0])
 
 
