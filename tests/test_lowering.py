@@ -1,6 +1,8 @@
 """Lowering: the decomposition registry with enabled/disabled sets, and passes that keep the
 graph valid and the module's results unchanged."""
 
+import functools
+
 import pytest
 import torch
 
@@ -9,6 +11,7 @@ from torch_trt_ref.capture import capture
 from torch_trt_ref.compiler import lower_program
 from torch_trt_ref.lowering.decompositions import decomposition_table, register_decomposition
 from torch_trt_ref.lowering.passes import fold_constants, split_tied_embeddings
+from torch_trt_ref.lowering.pipeline import lower_segment
 from torch_trt_ref.settings import op_name
 
 aten = torch.ops.aten
@@ -196,7 +199,9 @@ def test_ffts_run_in_fp32_under_reduced_precision(precision):
 def test_split_tied_embeddings_splits_unaligned_rows_and_keeps_results(vocab, split):
     """A weight read by an embedding and, transposed, by mm is split into 8 aligned rows
     plus a tail when its 13 rows are not a multiple of 8 (16 rows stay whole); every id,
-    head or tail, gives eager's logits."""
+    head or tail, gives eager's logits. The split is a segment pass: the lowered graph the
+    partitioner sees keeps the model's one embedding (Note [Engine-only rewrites after
+    partitioning])."""
     emb = torch.nn.Embedding(vocab, 4)
     head = torch.nn.Linear(4, vocab, bias=False)
     head.weight = emb.weight
@@ -204,6 +209,8 @@ def test_split_tied_embeddings_splits_unaligned_rows_and_keeps_results(vocab, sp
     ids = torch.arange(vocab).reshape(1, vocab)
     settings = CompilationSettings()
     gm = lower_program(capture(model, [ids]), settings)
+    assert _ops(gm).count("aten.embedding.default") == 1 and "aten.cat.default" not in _ops(gm)
+    gm = lower_segment(gm, settings)
     lookups = [n for n in gm.graph.nodes if n.target == aten.embedding.default]
     rows = sorted(n.args[0].meta["val"].shape[0] for n in lookups)
     assert rows == ([vocab - 8, 8] if split else [vocab])
@@ -232,6 +239,11 @@ class InPlace(torch.nn.Module):
         mask = x.new_zeros((4, 4))
         mask[0:2, 1:3] = 5.0
         mask[1, :] = 7.0
+        # Note [fill_ spellings]: how ``mask[...] = 5.0`` is captured depends on the torch
+        # release (2.15: ``fill_.Scalar``; 2.14: ``fill_.Tensor`` of a lifted constant), so
+        # both spellings are written out here, and every torch exercises both.
+        mask[2, 0:3].fill_(3.0)
+        mask[3, 1:].fill_(torch.tensor(2.0))
         return y + mask, before
 
 
@@ -245,8 +257,9 @@ def test_pre_dispatch_program_is_functionalized_locally_and_matches_eager():
 
     x = torch.randn(4, 4)
     ep = capture(InPlace(), (x,))
-    assert {"aten.relu_.default", "aten.add_.Tensor", "aten.fill_.Scalar"} <= set(
-        _writes(ep.graph_module))
+    written = set(_writes(ep.graph_module))
+    assert {"aten.relu_.default", "aten.add_.Tensor", "aten.fill_.Scalar",
+            "aten.fill_.Tensor"} <= written, written  # Note [fill_ spellings]
     gm = functionalize_inplace(flat_module(ep))
     assert _writes(gm) == []
     decompose_locally(gm, decomposition_table(CompilationSettings()))
@@ -325,3 +338,40 @@ def test_dropout_asked_for_in_training_mode_is_kept_and_runs_in_pytorch():
     assert "aten.native_dropout.default" in compiled.compile_report.support["unsupported"]
     dropped = float((compiled(x) == 0).float().mean())  # relu(x) + 1 > 0 everywhere
     assert 0.4 < dropped < 0.6  # p = 0.5 over 4096 elements: 0.5 +- 0.008 (1 sigma)
+
+
+def test_default_table_and_composites_equal_torchs_own():
+    """The fast collection (C++ registrations materialized once) gives torch.export's
+    default table and composite set: same ops, and the same function wherever torch's is
+    not a fresh per-call wrapper of a composite."""
+    from torch._export.utils import _collect_all_valid_cia_ops
+
+    from torch_trt_ref.lowering.default_table import all_cia_ops, default_table
+
+    ours, torchs = default_table(), dict(torch.export.default_decompositions())
+    assert ours.keys() == torchs.keys()
+    assert all(ours[op] is torchs[op] for op in torchs if not isinstance(torchs[op],
+                                                                         functools.partial))
+    assert all_cia_ops() == frozenset(_collect_all_valid_cia_ops())
+
+
+class Views(torch.nn.Module):
+    def forward(self, x):
+        a = x.view(2, 3, 4)  # x's own shape: dropped
+        b = a.view(6, 4).view(24)  # a view of a view of contiguous x: reads x
+        c = x.transpose(1, 2).view(2, 4, 3)  # same shape, but returned: stays
+        return b * 2, c
+
+
+def test_remove_noop_views_drops_same_shape_views_and_chains_and_keeps_results():
+    from torch_trt_ref.lowering.views import remove_noop_views
+
+    x = torch.randn(2, 3, 4)
+    settings = CompilationSettings()
+    gm = lower_program(capture(Views(), (x,)), settings)
+    views = [n for n in gm.graph.nodes if n.target == aten.view.default]
+    assert [tuple(n.args[1]) for n in views if n.args[0].op == "placeholder"] == [(24,)]
+    assert len(views) == 2  # x.view(24) and the returned view
+    for got, want in zip(gm(x), Views()(x)):
+        torch.testing.assert_close(got, want)
+    assert len(remove_noop_views(gm, settings).graph.nodes) == len(gm.graph.nodes)

@@ -2,6 +2,7 @@
 model and recorded for refit, and validator reasons that send unsupported variants (pooling
 indices) to PyTorch, and fractional resize scales converted."""
 
+import pytest
 import torch
 import torch.nn.functional as F
 
@@ -79,3 +80,19 @@ def test_fractional_upsample_scale_converts():
     assert not compiled.compile_report.fallbacks
     expected64 = F.interpolate(x.double(), scale_factor=1.5, mode="bilinear") + 1
     assert judge(compiled(x), Up()(x), expected64).passed
+
+
+@pytest.mark.parametrize("padding_mode", ["zeros", "reflect", "replicate", "circular"])
+@pytest.mark.parametrize("conv", [
+    lambda mode: torch.nn.Conv1d(2, 3, 1, stride=8, padding=2, padding_mode=mode),
+    lambda mode: torch.nn.Conv2d(2, 3, 2, stride=(5, 7), padding=(2, 1), dilation=2,
+                                 padding_mode=mode),
+], ids=["1d", "2d"])
+def test_convolution_with_stride_past_the_padded_input_runs(conv, padding_mode):
+    """Issue 21: one window of a stride larger than input plus padding; the rows past it
+    (more than the input holds) made the compiled module raise at run time."""
+    model = conv(padding_mode).eval()
+    x = torch.randn(1, 2, 3) if isinstance(model, torch.nn.Conv1d) else torch.randn(1, 2, 3, 3)
+    compiled = torch_trt_ref.compile(model, (x,), min_block_size=1)
+    assert compiled.compile_report.counts.get("torch", 0) == 0
+    torch.testing.assert_close(compiled(x), model(x))

@@ -38,6 +38,7 @@ from .conversion.shapes import spec_from_fake
 from .engine_cache import EngineCache
 from .inputs import Input
 from .lowering import lower_program  # noqa: F401  (public here too: tests, docs, the zoo)
+from .lowering.pipeline import lower_segment
 from .ownership import own_weights, storages_of
 from .partitioning import TENSORRT, TORCH, PartitionResult, partition, stitch, support_report
 from .partitioning.hierarchical import wrap_backend_segment
@@ -299,6 +300,8 @@ def _compile_segment(job: CompileJob, name: str, submodule: GraphModule):
     placeholders = [n for n in submodule.graph.nodes if n.op == "placeholder"]
     tracer = current_tracer()
     try:
+        with report.phase("lowering"):  # Note [Engine-only rewrites after partitioning]
+            lower_segment(submodule, settings)
         specs = [spec_from_fake(n.name, n.meta["val"], ranges) for n in placeholders]
         with report.phase("conversion"), traced():
             network = Interpreter(submodule, specs, settings, registry).run()

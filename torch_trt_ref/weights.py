@@ -33,6 +33,8 @@ _VALUE_READS = {"__bool__", "item", "tolist", "__float__", "__int__", "__index__
 _WRITES = {"__setitem__", "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__",
            "__imod__", "__ipow__", "__iand__", "__ior__", "__ixor__", "__ilshift__",
            "__irshift__"}
+# Calls recorded although they return no tensor (every other such call is metadata).
+_RECORDED = _VALUE_READS | {"__iter__", "__setitem__"}
 
 
 class WeightProgramError(RuntimeError):
@@ -84,6 +86,27 @@ def _tuple_of(value):
     return tuple(value)
 
 
+class _TorchName:
+    """A ``torch`` attribute written by name: ``torch.save`` cannot write a
+    ``torch.memory_format`` (``x.contiguous()`` records ``torch.contiguous_format``)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def value(self) -> Any:
+        return getattr(torch, self.name)
+
+
+def _portable(value: Any) -> Any:
+    if isinstance(value, torch.memory_format):
+        return _TorchName(str(value).removeprefix("torch."))
+    return value
+
+
+def _restored(value: Any) -> Any:
+    return value.value() if isinstance(value, _TorchName) else value
+
+
 @dataclass
 class Step:
     func: _Func
@@ -93,6 +116,15 @@ class Step:
     expect: Any = None  # a guard's recorded Python result
     writes: bool = False  # writes into its first argument
     returns_arg0: bool = False  # ``__setitem__``: the result is the written tensor
+
+    def __getstate__(self) -> dict:  # every argument torch.save can write (_TorchName)
+        return {**vars(self), "args": _map(self.args, _portable),
+                "kwargs": _map(self.kwargs, _portable), "expect": _portable(self.expect)}
+
+    def __setstate__(self, state: dict) -> None:
+        vars(self).update(state, args=_map(state["args"], _restored),
+                          kwargs=_map(state["kwargs"], _restored),
+                          expect=_restored(state["expect"]))
 
 
 @dataclass
@@ -242,6 +274,9 @@ class WeightTracer(TorchFunctionMode):
                   and any(self.ref(a) is not None for a in _tensors((args[1:], kwargs)))
                   else None)
         out = func(*args, **kwargs)
+        if not (writes or name in _RECORDED or isinstance(out, torch.Tensor) or (
+                isinstance(out, (tuple, list)) and any(isinstance(o, torch.Tensor) for o in out))):
+            return out  # metadata (shape, dtype, data_ptr, ...): not a function of the values
         if not any(self.ref(a) is not None for a in _tensors((args, kwargs))):
             return out
         record = lambda a: _keep(a, False) if (ref := self.ref(a)) is None else ref  # noqa: E731

@@ -8,7 +8,13 @@ from typing import Any
 
 MiB, GiB = 2**20, 2**30
 
-# model -> {"outside_builder_s": seconds, "peak_rss_bytes": bytes} (fp32, default settings)
+# model -> {"outside_builder_s": seconds, "peak_rss_bytes": bytes} (fp32, default settings).
+# Source: Torch-TensorRT 2.13 (TensorRT-RTX 1.5, torch 2.13, transformers 5.24.0) measured on a
+# 2-core CPU machine, ../shared/reference/torch_tensorrt_2.13_rtx_cpu_measurements.jsonl and
+# ../shared/peer/side_by_side.py (issue 25's table). The peer's models are its own builds
+# (run_peer.py build_model: BERT-base BertModel and GPT-2 124M GPT2LMHeadModel at 128
+# tokens); the zoo cells these rows are set beside run the zoo's entries (32 tokens), so
+# the ratios are approximate; side_by_side.py compares like with like.
 ANCHOR: dict[str, dict[str, float]] = {
     "resnet18": {"outside_builder_s": 1.5, "peak_rss_bytes": 186 * MiB},
     "mobilenet_v2": {"outside_builder_s": 3.5},

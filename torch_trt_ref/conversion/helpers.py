@@ -65,6 +65,8 @@ def itensor(ctx: ConversionContext, x: Any, dtype: torch.dtype | None = None):
 
 
 def cast(ctx: ConversionContext, x, dtype: torch.dtype):
+    if not is_tensor(x):  # a constant (Note [Constant inputs]): a constant layer of dtype
+        return itensor(ctx, x, dtype)
     if to_torch_dtype(x.dtype) == dtype:
         return x
     return ctx.name_layer(ctx.net.add_cast(x, to_trt_dtype(dtype)), "cast").get_output(0)

@@ -3,6 +3,7 @@ registered converter of each node to append layers to a strongly typed network."
 
 from __future__ import annotations
 
+import functools
 import operator
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -14,7 +15,13 @@ from .._trt import make_logger, to_torch_dtype, to_trt_dtype, trt
 from ..settings import CompilationSettings, op_name
 from . import helpers
 from .context import ConversionContext
-from .registry import CONVERTERS, ConverterRegistry, ConverterSupport, normalize_arguments
+from .registry import (
+    CONVERTERS,
+    ConverterRegistry,
+    ConverterSupport,
+    _signature,
+    normalize_arguments,
+)
 from .shapes import TensorSpec
 
 
@@ -188,6 +195,7 @@ class Interpreter:
         kwargs = torch.fx.node.map_arg(node.kwargs, lambda n: _value(ctx, n))
         args, kwargs = normalize_arguments(node.target, args, kwargs)
         try:
+            kwargs = _constants_as_itensors(ctx, node.target, kwargs, support.constants)
             out = support.implementation(ctx, *args, **kwargs)
         except Exception as err:
             raise ConversionError(
@@ -217,6 +225,44 @@ class Interpreter:
             marked.add(value.name)
             result.output_names.append(value.name)
             result.output_dtypes.append(to_torch_dtype(value.dtype))
+
+
+# Note [Constant inputs]: a node whose tensor arguments are all torch.Tensor constants (a
+# subgraph fold_constants left: an op with several outputs such as native_layer_norm, a
+# random op, one that failed to evaluate) reached converters written for network tensors,
+# and most crashed (layer_norm over a weight: DeBERTa-v2 compiled to 0 engines; 77 of 277
+# ops in conformance/constants.py). So for such a node every constant Tensor argument
+# becomes a constant layer before the converter runs, except those the converter declares
+# in ``constants`` (it reads them as weights: a convolution kernel). A node mixing
+# constants and network tensors keeps its constants: converters fold them into weights
+# and broadcasts (``helpers.elementwise``), which a constant layer would only lengthen;
+# such converters take their data inputs through ``helpers.itensor`` / ``helpers.cast``
+# (conformance/test_constants.py's ``first_constant`` cells).
+# Lists of tensors (cat, index) are left as they are.
+
+
+@functools.lru_cache(maxsize=None)
+def _tensor_argument_names(target: Any) -> list[str]:
+    if not isinstance(target, torch._ops.OpOverload):
+        return []
+    # the names normalize_arguments gives (``self`` is ``input`` there)
+    names = list(_signature(target).parameters)
+    tensor = torch._C.OptionalType.ofTensor()
+    return [name for name, a in zip(names, target._schema.arguments)
+            if a.type.isSubtypeOf(tensor)]
+
+
+def _constants_as_itensors(ctx: ConversionContext, target: Any, kwargs: dict,
+                           keep: frozenset) -> dict:
+    """``kwargs`` with each constant Tensor argument not in ``keep`` as an ITensor, when
+    no Tensor argument is a network tensor (Note [Constant inputs])."""
+    names = [n for n in _tensor_argument_names(target) if kwargs.get(n) is not None]
+    if any(helpers.is_tensor(kwargs[n]) for n in names):
+        return kwargs
+    for name in names:
+        if isinstance(kwargs[name], torch.Tensor) and name not in keep:
+            kwargs[name] = helpers.itensor(ctx, kwargs[name])
+    return kwargs
 
 
 def _value(ctx: ConversionContext, node: Node) -> Any:

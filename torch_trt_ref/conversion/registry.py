@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import torch
 from torch.fx import Node
@@ -35,6 +35,10 @@ class ConverterSupport:
     # Handles tensors whose sizes are unbacked symbols (data-dependent, e.g. the u0 of
     # nonzero's output) arriving as inputs: see interpreter.unbacked_symbols.
     supports_unbacked_symbols: bool = False
+    # Tensor arguments (schema names) the converter takes as torch.Tensor constants when
+    # the graph passes one (convolution weights, a weight a matmul reads transposed); every
+    # other constant tensor argument arrives as an ITensor (Note [Constant inputs]).
+    constants: frozenset = frozenset()
 
     @property
     def name(self) -> str:
@@ -90,6 +94,7 @@ def converter(
     family: str | None = None,
     registry: ConverterRegistry | None = None,
     unbacked: bool = False,
+    constants: Iterable[str] = (),
 ):
     """Register ``fn(ctx, **aten_args)`` as the converter of each target.
 
@@ -97,7 +102,9 @@ def converter(
     a short reason. ``dynamic`` declares symbolic-shape support; ``output_allocator`` marks
     data-dependent output shapes (the unbacked symbols the op itself makes); ``unbacked``
     declares that the converter handles data-dependent sizes anywhere in its inputs and
-    outputs (without it such nodes run in PyTorch). User converters pass a higher
+    outputs (without it such nodes run in PyTorch). ``constants`` names the Tensor
+    arguments it wants as torch.Tensor constants where the graph has one; the others
+    arrive as ITensors (Note [Constant inputs]). User converters pass a higher
     ``priority`` to override."""
 
     def wrap(fn):
@@ -105,7 +112,7 @@ def converter(
         for target in targets:
             (registry or CONVERTERS).register(
                 ConverterSupport(target, fn, validator or _accept, dynamic, output_allocator,
-                                 priority, fam, unbacked)
+                                 priority, fam, unbacked, frozenset(constants))
             )
         return fn
 

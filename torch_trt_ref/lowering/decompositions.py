@@ -12,6 +12,7 @@ import torch
 from torch._decomp import get_decompositions
 
 from ..settings import CompilationSettings, matches_op
+from .default_table import all_cia_ops, default_table
 
 aten = torch.ops.aten
 
@@ -70,7 +71,7 @@ def decomposition_table(settings: CompilationSettings) -> dict:
 
 @functools.lru_cache(maxsize=16)
 def _table(enabled: frozenset, disabled: frozenset, ours: frozenset) -> dict:
-    table = dict(torch.export.default_decompositions())
+    table = default_table()  # dict(torch.export.default_decompositions()), faster
     for op in list(table):
         if op in KEEP or matches_op(op, disabled):
             del table[op]
@@ -96,7 +97,8 @@ def linear(x, weight, bias=None):
         return out if bias is None else out + bias
     if x.dim() == 2:
         return aten.addmm.default(bias, x, weight.t())
-    out = aten.addmm.default(bias, x.reshape(-1, x.shape[-1]), weight.t())
+    # flatten, not reshape(-1, k): with k == 0 features, -1 is ambiguous and raised
+    out = aten.addmm.default(bias, x.flatten(0, -2), weight.t())
     return out.view(*x.shape[:-1], weight.shape[0])
 
 
@@ -118,18 +120,10 @@ def batch_norm(input, weight, bias, running_mean, running_var, training, momentu
         input, weight, bias, running_mean, running_var, momentum, eps)[0]
 
 
-_CIA_OPS: frozenset | None = None
-
-
 def _preservable_composites() -> frozenset:
     """Composite (CompositeImplicitAutograd) ops torch.export can keep whole (not the
-    view-like ones such as ``reshape``); ~0.1 s to collect, fixed once torch is imported."""
-    from torch.export.exported_program import _collect_all_valid_cia_ops
-
-    global _CIA_OPS
-    if _CIA_OPS is None:
-        _CIA_OPS = frozenset(_collect_all_valid_cia_ops())
-    return _CIA_OPS
+    view-like ones such as ``reshape``); collected once, as torch is imported."""
+    return all_cia_ops()
 
 
 @contextmanager
@@ -250,18 +244,23 @@ def _decompose_node(gm: torch.fx.GraphModule, node: torch.fx.Node, table: dict,
     inputs = node.all_input_nodes
     if any(not isinstance(n.meta.get("val"), (torch.Tensor, torch.SymInt)) for n in inputs):
         raise NotLocallyLowerable(f"{node.name}: inputs other than tensors and SymInts")
-    values = [n.meta["val"] for n in inputs]
-    tensors = [v for v in values if isinstance(v, torch.Tensor)]
-    if len({id(v) for v in tensors}) < len(tensors):
-        # make_fx tracks tensors by identity: two inputs with one FakeTensor would be traced
-        # as one placeholder, and the decomposition would read the wrong input. (SymInt
-        # inputs of one expression are equal at run time, so either may be read.)
-        raise NotLocallyLowerable(f"{node.name}: two inputs share one FakeTensor value")
     position = {n: i for i, n in enumerate(inputs)}
     key = _signature(node, inputs, position)
     if key in traced:
         _inline(gm, node, traced[key], inputs, fake_mode)
         return
+    # make_fx tracks tensors by identity: two inputs with one FakeTensor would be traced as
+    # one placeholder, and the decomposition would read the wrong input (the sdpa bug: q,
+    # k, v from three copies of one traced transpose, which share their values). A repeated
+    # value is traced as a fresh one. (SymInt inputs of one expression are equal at run
+    # time, so either may be read.)
+    values, seen = [], set()
+    for n in inputs:
+        value = n.meta["val"]
+        if isinstance(value, torch.Tensor) and id(value) in seen:
+            value = _fresh(value, fake_mode)
+        seen.add(id(value))
+        values.append(value)
 
     # The table's function itself: calling a composite op would run torch's own
     # decomposition of it (linear -> addmm) instead of the table's (linear -> mm + add).
@@ -295,8 +294,9 @@ def _fresh(val, fake_mode):
 def _inline(gm: torch.fx.GraphModule, node: torch.fx.Node, sub: torch.fx.GraphModule,
             inputs: list, fake_mode) -> None:
     """Copy ``sub``'s nodes in place of ``node``. A traced decomposition is inlined once
-    per node of the same signature, so each copy gets its own FakeTensor values: a value
-    shared by two nodes would make a later trace read one for the other (the sdpa bug)."""
+    per node of the same signature, and its copies share its FakeTensor values (making
+    fresh ones for every copy cost ~0.3 s of a GPT-2 lowering); ``_decompose_node`` traces
+    a repeated input value as a fresh one."""
     env: dict = {}
     placeholders = iter(inputs)
     with gm.graph.inserting_before(node):
@@ -314,8 +314,6 @@ def _inline(gm: torch.fx.GraphModule, node: torch.fx.Node, sub: torch.fx.GraphMo
             else:
                 env[n] = gm.graph.node_copy(n, lambda m: env[m])
                 env[n].meta = {**node.meta, **n.meta}
-                if "val" in n.meta:
-                    env[n].meta["val"] = _fresh(n.meta["val"], fake_mode)
     _replace_uses(gm, node, _unwrap_tuple_maker(gm, result))
     gm.graph.erase_node(node)
 

@@ -199,18 +199,23 @@ def split_tied_embeddings(gm: GraphModule, settings: CompilationSettings) -> Gra
                         embedding(w[n:], max(ids - n, 0)))``
             ``y = cat([mm(x, permute(w[:n], [1, 0])), sum(x[:, None] * w[n:], -1)], 1)``"""
     by_tensor: dict[tuple, list[Node]] = {}
+    transposed: dict[tuple, list[Node]] = {}  # folded transposes: views w.t() of a weight
     for node in gm.graph.find_nodes(op="get_attr"):
         weight = operator.attrgetter(node.target)(gm)
-        if (isinstance(weight, torch.Tensor) and weight.dim() == 2 and weight.is_floating_point()
-                and weight.shape[0] > ROW_ALIGNMENT and weight.shape[0] % ROW_ALIGNMENT
-                and hasattr(node.meta.get("val"), "fake_mode")):
+        if not (isinstance(weight, torch.Tensor) and weight.dim() == 2
+                and weight.is_floating_point() and hasattr(node.meta.get("val"), "fake_mode")):
+            continue
+        if weight.shape[0] > ROW_ALIGNMENT and weight.shape[0] % ROW_ALIGNMENT:
             key = (weight.data_ptr(), tuple(weight.shape), weight.stride(), weight.dtype)
             by_tensor.setdefault(key, []).append(node)
-    for nodes in by_tensor.values():
+        key = (weight.data_ptr(), tuple(weight.shape)[::-1], weight.stride()[::-1], weight.dtype)
+        transposed.setdefault(key, []).append(node)
+    for key, nodes in by_tensor.items():
         lookups = [u for n in nodes for u in n.users
                    if u.target == aten.embedding.default and u.args[0] is n]
-        heads = [mm for n in nodes for t in n.users if _is_transpose(t)
-                 for mm in t.users if mm.target == aten.mm.default and mm.args[1] is t]
+        reads = [t for n in nodes for t in n.users if _is_transpose(t)] + transposed.get(key, [])
+        heads = [mm for t in reads for mm in t.users
+                 if mm.target == aten.mm.default and mm.args[1] is t]
         if lookups and heads:
             _split_rows(gm, nodes[0], lookups, heads)
     gm.graph.eliminate_dead_code()

@@ -24,8 +24,9 @@ def node_by_node(ep: ExportedProgram, table: dict) -> GraphModule:
     """Copy the program's graph, make its in-place ops out-of-place and retrace only the
     nodes ``table`` (or a composite that cannot stay whole) covers. Raises
     NotLocallyLowerable for what it cannot handle (writes to inputs, weights or observed
-    views; higher-order ops; a node that fails to trace). Not recompiled."""
-    gm = flat_module(ep)
+    views; higher-order ops; a node that fails to trace). Not recompiled: its code is
+    generated on first use (``flat_module(lazy=True)``)."""
+    gm = flat_module(ep, lazy=True)
     # A decomposition may write in place (a composite's kernel calls clamp_min_), and the
     # out-of-place op may be one the table decomposes (clamp_min -> clamp): repeat.
     for _ in range(_MAX_ROUNDS):

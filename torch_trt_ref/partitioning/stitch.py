@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import torch
 from torch.fx import Graph, GraphModule, Node
+from torch.fx._lazy_graph_module import _LazyGraphModule
 from torch.fx.node import map_aggregate, map_arg
 
 from ..errors import SerializationError
@@ -113,7 +114,10 @@ def _segment_module(gm: GraphModule, seg: Segment) -> GraphModule:
         env[node] = graph.node_copy(node, lookup)
     outs = [env[n] for n in seg.outputs]
     graph.output(outs[0] if len(outs) == 1 else tuple(outs))
-    return GraphModule(gm, graph, class_name=f"Segment_{seg.target}")
+    # A TensorRT segment's Python code is only needed if its engine fails to build: it is
+    # generated on first use (torch's _LazyGraphModule), not for every segment now.
+    cls = _LazyGraphModule if seg.target == "tensorrt" else GraphModule
+    return cls(gm, graph, class_name=f"Segment_{seg.target}")
 
 
 def stitch(gm: GraphModule, result: PartitionResult) -> GraphModule:

@@ -62,9 +62,11 @@ def _operand(ctx, value, dtype, shape=None):
     return trt.Weights(), None, tensor
 
 
-@converter(aten.convolution.default, validator=_conv_validator, dynamic=True)
+@converter(aten.convolution.default, validator=_conv_validator, dynamic=True,
+           constants=("weight", "bias"))
 def convolution(ctx, input, weight, bias, stride, padding, dilation, transposed,
                 output_padding, groups):
+    input = helpers.itensor(ctx, input)  # a constant beside a non-constant weight
     dtype = helpers.dtype_of(input)
     if transposed and dtype == torch.bfloat16:
         # Note [bf16 deconvolution]: TensorRT-RTX has no bf16 deconvolution kernel (the

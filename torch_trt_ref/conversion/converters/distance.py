@@ -61,6 +61,7 @@ def _cdist_validator(node, settings) -> Optional[str]:
 def cdist(ctx, x1, x2, p, compute_mode=None):
     """out[..., i, j] = ||x1[..., i, :] - x2[..., j, :]||_p, evaluated directly (the
     matmul expansion torch may use for p = 2 trades accuracy for speed)."""
+    x1, x2 = helpers.itensor(ctx, x1), helpers.itensor(ctx, x2)  # either may be a constant
     a = helpers.unsqueeze(ctx, x1, -2)  # (..., P, 1, M)
     b = helpers.unsqueeze(ctx, x2, -3)  # (..., 1, R, M)
     diff = helpers.elementwise(ctx, EW.SUB, a, b, helpers.dtype_of(x1))

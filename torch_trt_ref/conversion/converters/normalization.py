@@ -15,6 +15,8 @@ from ..blocks.shape import channel_itensor, reshape_like
 from ..registry import converter
 
 aten = torch.ops.aten
+# folded in torch (and refit by the weight program) when constant: _arith
+_BN_WEIGHTS = ("weight", "bias", "running_mean", "running_var")
 _TORCH_EW = {EW.SUM: torch.add, EW.SUB: torch.sub, EW.PROD: torch.mul, EW.DIV: torch.div}
 
 
@@ -62,7 +64,7 @@ def _bn_validator(node, settings) -> Optional[str]:
 
 
 @converter(aten._native_batch_norm_legit_no_training.default, validator=_bn_validator,
-           dynamic=True)
+           dynamic=True, constants=_BN_WEIGHTS)
 def batch_norm_inference(ctx, input, weight, bias, running_mean, running_var, momentum, eps):
     """y = x * scale + shift with scale = w / sqrt(var + eps), shift = b - mean * scale,
     folded in fp32 when the statistics are constants."""
@@ -88,7 +90,8 @@ def _eval_bn_validator(node, settings) -> Optional[str]:
     return _bn_validator(node, settings)
 
 
-@converter(aten.native_batch_norm.default, validator=_eval_bn_validator, dynamic=True)
+@converter(aten.native_batch_norm.default, validator=_eval_bn_validator, dynamic=True,
+           constants=_BN_WEIGHTS)
 def native_batch_norm(ctx, input, weight, bias, running_mean, running_var, training, momentum,
                       eps):
     """Eval mode (training=False): the running statistics, as
@@ -97,7 +100,8 @@ def native_batch_norm(ctx, input, weight, bias, running_mean, running_var, train
                                 eps)
 
 
-@converter(aten.batch_norm.default, validator=_eval_bn_validator, dynamic=True)
+@converter(aten.batch_norm.default, validator=_eval_bn_validator, dynamic=True,
+           constants=_BN_WEIGHTS)
 def batch_norm(ctx, input, weight, bias, running_mean, running_var, training, momentum, eps,
                cudnn_enabled):
     """The composite batch_norm, kept with disabled_decompositions (eval mode)."""
@@ -129,7 +133,8 @@ def _affine_operand(ctx, value, default: float, shape: list, dtype):
     return helpers.reshape(ctx, helpers.cast(ctx, value, dtype), shape)
 
 
-@converter(aten._native_batch_norm_legit.no_stats, validator=_bn_validator, dynamic=True)
+@converter(aten._native_batch_norm_legit.no_stats, validator=_bn_validator, dynamic=True,
+           constants=("weight", "bias"))
 def batch_norm_batch_stats(ctx, input, weight, bias, training, momentum, eps):
     """Batch statistics over every dim but the channel dim 1 (instance norm lowers here)."""
     rank, dtype = len(input.shape), helpers.dtype_of(input)
@@ -162,7 +167,8 @@ def _layer_norm_validator(node, settings) -> Optional[str]:
     return float_only(node, "layer norm")
 
 
-@converter(aten.native_layer_norm.default, validator=_layer_norm_validator, dynamic=True)
+@converter(aten.native_layer_norm.default, validator=_layer_norm_validator, dynamic=True,
+           constants=("weight", "bias"))
 def layer_norm(ctx, input, normalized_shape, weight, bias, eps):
     rank, dtype, k = len(input.shape), helpers.dtype_of(input), len(normalized_shape)
     shape = [1] * (rank - k) + list(normalized_shape)
@@ -185,11 +191,14 @@ def _group_norm_validator(node, settings) -> Optional[str]:
     return None
 
 
-@converter(aten.native_group_norm.default, validator=_group_norm_validator, dynamic=True)
+@converter(aten.native_group_norm.default, validator=_group_norm_validator, dynamic=True,
+           constants=("weight", "bias"))
 def group_norm(ctx, input, weight, bias, N, C, HxW, group, eps):
     """Normalize (N, G, C/G * spatial) over its last dim, then the per-channel affine."""
     rank, dtype = len(input.shape), helpers.dtype_of(input)
-    grouped = helpers.reshape(ctx, input, [helpers.dim_size(ctx, input, 0), group, -1])
+    # the group size by value, not -1: TensorRT cannot infer -1 of an empty input (N = 0)
+    size = D.dim_op(ctx, "mul", C // group, HxW)
+    grouped = helpers.reshape(ctx, input, [helpers.dim_size(ctx, input, 0), group, size])
     ones = helpers.itensor(ctx, torch.ones((1, 1, 1), dtype=dtype))
     zeros = helpers.itensor(ctx, torch.zeros((1, 1, 1), dtype=dtype))
     out = reshape_like(ctx, _normalize(ctx, grouped, ones, zeros, 1 << 2, eps), input)

@@ -70,7 +70,8 @@ def _quantize_supported(node: Node, settings) -> Optional[str]:
 # activation below -127.5 * scale would be -128 in the engine and -127 eagerly. The converter
 # clamps such inputs at -amax (an elementwise MAX before the quantize layer), which maps to
 # exactly -127; a constant (weight) input needs no clamp when it does not reach there.
-@converter(quantize_op, validator=_quantize_supported, dynamic=True, family="quantize")
+@converter(quantize_op, validator=_quantize_supported, dynamic=True, family="quantize",
+           constants=("input", "amax"))
 def quantize(ctx, input, amax, num_bits, exponent_bits, unsigned, narrow_range):
     fmt = format_of(num_bits, exponent_bits)
     dtype = helpers.dtype_of(input)
@@ -117,7 +118,8 @@ def _block_supported(node: Node, settings) -> Optional[str]:
     return None
 
 
-@converter(block_quantize_op, validator=_block_supported, family="quantize")
+@converter(block_quantize_op, validator=_block_supported, family="quantize",
+           constants=("amax",))
 def block_quantize(ctx, input, block_size, amax, num_bits, exponent_bits, scale_num_bits,
                    scale_exponent_bits):
     """NVFP4: global scale = amax / (6 * 448); IDynamicQuantizeLayer computes the FP8 block

@@ -302,6 +302,8 @@ def _grid_validator(node, settings) -> Optional[str]:
     if args["interpolation_mode"] not in _GRID_MODES or args["padding_mode"] not in \
             _GRID_PADDING:
         return "unknown grid sample interpolation or padding mode"
+    if args["interpolation_mode"] == 2 and fake(args["input"]).dim() != 4:
+        return "bicubic grid sample takes a 4-D input only (TensorRT's CUBIC, as torch)"
     return None
 
 
@@ -310,7 +312,7 @@ def _grid_validator(node, settings) -> Optional[str]:
 def grid_sampler(ctx, input, grid, interpolation_mode, padding_mode, align_corners):
     """(N, C, *spatial) sampled at grid (N, *out, nd) of normalized (x, y[, z])."""
     grid = helpers.cast(ctx, grid, helpers.dtype_of(input))
-    layer = ctx.net.add_grid_sample(input, grid)
+    layer = ctx.net.add_grid_sample(helpers.itensor(ctx, input), grid)  # input may be constant
     layer.interpolation_mode = _GRID_MODES[interpolation_mode]
     layer.sample_mode = _GRID_PADDING[padding_mode]
     layer.align_corners = bool(align_corners)

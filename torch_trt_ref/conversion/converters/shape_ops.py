@@ -23,7 +23,8 @@ def view(ctx, input, size):
     return D.reshape(ctx, input, [D.as_dim(ctx, s) for s in size])
 
 
-@converter(aten.permute.default, aten.permute_copy.default, dynamic=True)
+@converter(aten.permute.default, aten.permute_copy.default, dynamic=True,
+           constants=("input",))
 def permute(ctx, input, dims):
     """A permuted weight stays a torch view, so a matrix multiply can read the weight
     transposed instead of the engine holding a transposed copy."""

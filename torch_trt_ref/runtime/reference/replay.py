@@ -126,7 +126,7 @@ def _matmul_bias(inputs, op0, op1):
     if op0 == "NONE" and op1 in ("NONE", "TRANSPOSE") and 2 <= b.dim() <= a.dim() and \
             all(d == 1 for d in b.shape[:-2]):
         w = b.reshape(b.shape[-2:])
-        rows = a.reshape(-1, a.shape[-1])
+        rows = a.flatten(0, -2)  # not reshape(-1, k): ambiguous for k == 0 (linear, 0 features)
         out = torch.addmm(bias.reshape(1, -1), rows, w.t() if op1 == "TRANSPOSE" else w)
         return (out.reshape(*a.shape[:-1], out.shape[-1]),)
     (product,) = matrix_multiply([a, b], op0, op1)

@@ -53,14 +53,20 @@ def _window_geometry(mode, sizes, kernel, stride, dilation, pre, post):
 
 def _pad_for_windows(x, dims, kernel, stride, dilation, value):
     """Pads the innermost len(dims) dims by B in front and, at the back, to exactly what O
-    windows read (A, plus any ROUND_UP overhang, minus rows no window reads)."""
-    pads = []
+    windows read (A, plus any ROUND_UP overhang, minus rows no window reads). Rows no window
+    reads are cropped after padding: they may be more than the input holds (a stride larger
+    than input plus padding), which one ``F.pad`` with a negative back pad cannot crop, as
+    it crops the unpadded input first."""
+    pads, needs = [], []
     for k, ((b, _a, o), f, s, d) in enumerate(zip(dims, kernel, stride, dilation)):
         size = x.shape[x.dim() - len(dims) + k]
-        needed = (o - 1) * s + 1 + d * (f - 1)
-        pads.append((b, needed - b - size))
+        needs.append((o - 1) * s + 1 + d * (f - 1))
+        pads.append((b, max(needs[-1] - b - size, 0)))
     flat = [p for pair in reversed(pads) for p in pair]
-    return F.pad(x, flat, value=value) if any(flat) else x
+    x = F.pad(x, flat, value=value) if any(flat) else x
+    for k, needed in enumerate(needs):
+        x = x.narrow(x.dim() - len(dims) + k, 0, needed)
+    return x
 
 
 _CONV_ATTRS = ("num_output_maps", "kernel_size_nd", "stride_nd", "dilation_nd", "num_groups",

@@ -1,0 +1,52 @@
+"""torch.export's default decomposition table and its composite (CIA) op set, collected with
+the C++ dispatcher's registrations materialized once: torch materializes them again for
+every op namespace, twice per compile (~0.2 s of CPU in a fresh process, issue 25).
+``tests/test_lowering.py`` holds both to torch's own functions."""
+
+from __future__ import annotations
+
+import torch
+
+_CIA: frozenset | None = None
+
+
+def all_cia_ops() -> frozenset:
+    """``torch._export.utils._collect_all_valid_cia_ops()``: every functional composite op
+    torch.export can keep whole, in every namespace. Computed once per process (ops
+    registered later, e.g. by a library imported after the first compile, are missed; the
+    same holds for the table cache of ``decomposition_table``)."""
+    from torch._export.utils import (
+        _collect_all_valid_cia_ops_for_aten_namespace,
+        _is_preservable_cia_op,
+        _materialize_cpp_cia_ops,
+    )
+
+    global _CIA
+    if _CIA is None:
+        _materialize_cpp_cia_ops()
+        ops = set(_collect_all_valid_cia_ops_for_aten_namespace())
+        for name in list(torch.ops._dir):
+            namespace = getattr(torch.ops, name)
+            if name == "aten" or not isinstance(namespace, torch._ops._OpNamespace):
+                continue
+            for op in list(namespace):
+                for overload in getattr(namespace, op).op_overloads():
+                    if _is_preservable_cia_op(overload):
+                        ops.add(overload)
+        _CIA = frozenset(ops)
+    return _CIA
+
+
+def default_table() -> dict:
+    """``dict(torch.export.default_decompositions())``: the core ATen decompositions plus the
+    decomposition of every composite op torch.export would not keep (aten's except those it
+    preserves, and every other namespace's)."""
+    from torch._decomp import _core_aten_decompositions_post_autograd
+    from torch._export.utils import _get_decomp_for_cia, _is_aten_op
+    from torch.export.decomp_utils import PRESERVED_ATEN_CIA_OPS
+
+    table = _core_aten_decompositions_post_autograd()
+    for op in all_cia_ops():
+        if op not in table and not (_is_aten_op(op) and op in PRESERVED_ATEN_CIA_OPS):
+            table[op] = _get_decomp_for_cia(op)
+    return table
