@@ -155,14 +155,18 @@ def add_subcommands(subparsers) -> None:
     c = sub.add_parser("calibrate", help="record --runs quiet reruns at this commit and "
                                          "write each series' spread to perf/noise.json")
     _common(c)
-    c.add_argument("--runs", type=int, default=noise.MIN_CALIBRATION_RUNS)
+    c.add_argument("--runs", type=int, default=noise.MIN_CALIBRATION_RUNS,
+                   help="quiet reruns to record (default and minimum "
+                        f"{noise.MIN_CALIBRATION_RUNS})")
     c.set_defaults(func=calibrate_command)
     g = sub.add_parser("gate", help="screen the working tree against history; confirm "
                                     "suspects A/B against --base; exit 1 on a regression")
     _common(g)
     g.add_argument("--base", default=None, help="commit to confirm suspects against "
                                                 "(default: that of the newest history run)")
-    g.add_argument("--max-suspects", type=int, default=rules.MAX_SUSPECTS)
+    g.add_argument("--max-suspects", type=int, default=rules.MAX_SUSPECTS,
+                   help="suspects confirmed A/B at most, furthest above their history first (default "
+                        f"{rules.MAX_SUSPECTS})")
     g.add_argument("--ab-each", type=int, default=None,
                    help=f"processes per side in a confirmation (default {rules.AB_EACH} for "
                         f"compile groups, {rules.CHEAP_AB_EACH} for micro-benchmarks)")
