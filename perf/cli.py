@@ -165,8 +165,8 @@ def add_subcommands(subparsers) -> None:
     g.add_argument("--base", default=None, help="commit to confirm suspects against "
                                                 "(default: that of the newest history run)")
     g.add_argument("--max-suspects", type=int, default=rules.MAX_SUSPECTS,
-                   help="suspects confirmed A/B at most, furthest above their history first (default "
-                        f"{rules.MAX_SUSPECTS})")
+                   help="suspects confirmed A/B at most, furthest above their history "
+                        f"first (default {rules.MAX_SUSPECTS})")
     g.add_argument("--ab-each", type=int, default=None,
                    help=f"processes per side in a confirmation (default {rules.AB_EACH} for "
                         f"compile groups, {rules.CHEAP_AB_EACH} for micro-benchmarks)")
