@@ -109,6 +109,15 @@ def default_cache_dir() -> str:
         os.path.expanduser("~"), ".cache", "torch_trt_ref", "engines"))
 
 
+def default_cuda_graphs() -> dict:
+    """The runtime's CUDA-graph defaults (runtime.cuda_graphs): capture on unless
+    $TORCH_TRT_REF_CUDA_GRAPHS is 0/off/false/no; $TORCH_TRT_REF_CUDA_GRAPHS_CACHE graphs kept
+    per engine or module (default 8)."""
+    enabled = os.environ.get("TORCH_TRT_REF_CUDA_GRAPHS", "1").lower()
+    return {"enabled": enabled not in ("0", "off", "false", "no"),
+            "cache_size": int(os.environ.get("TORCH_TRT_REF_CUDA_GRAPHS_CACHE", "8"))}
+
+
 @dataclass(frozen=True)
 class CompilationSettings:
     """All compiler settings; validated on construction. Unknown names raise ValueError

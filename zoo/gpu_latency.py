@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import torch
 
-from torch_trt_ref.settings import PRECISION_DTYPES
+from torch_trt_ref.settings import PARTITIONERS, PRECISION_DTYPES
 
 from . import measure
 from .cell import settings_for
@@ -333,7 +333,8 @@ def add_parsers(sub) -> None:
                    help="compile precisions (default fp16)")
     s.add_argument("--batches", nargs="+", type=int, default=[1],
                    help="batch sizes: dim 0 of the zoo inputs (default 1)")
-    s.add_argument("--strategy", default="fast", help="partition strategy (default fast)")
+    s.add_argument("--strategy", default="fast", choices=PARTITIONERS,
+                   help="partition strategy (default fast)")
     s.add_argument("--no-plans", action="store_true",
                    help="leave the TensorRT plans out (the reference executor runs them)")
     s.set_defaults(func=save_command)

@@ -20,7 +20,6 @@ capture off, ``with cuda_graphs(False):`` for a block."""
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 import warnings
 from collections import OrderedDict
@@ -29,10 +28,10 @@ from typing import Callable, Sequence
 import torch
 import torch.utils._pytree as pytree
 
+from ..settings import default_cuda_graphs
+
 _STATE = threading.local()
-_SETTING = {"enabled": os.environ.get("TORCH_TRT_REF_CUDA_GRAPHS", "1").lower()
-            not in ("0", "off", "false", "no"),
-            "cache_size": int(os.environ.get("TORCH_TRT_REF_CUDA_GRAPHS_CACHE", "8"))}
+_SETTING = default_cuda_graphs()
 
 
 def set_cuda_graphs(enabled: bool, cache_size: int | None = None) -> None:
