@@ -1,5 +1,5 @@
 """``python -m perf.builder_floor``: peak RSS of the TensorRT builder alone (the
-``build_serialized_network_to_stream`` call, above the RSS just before it) for chains of
+builder call in ``engine_cache.stream_plan``, above the RSS just before it) for chains of
 3x3 convolutions with few and many weights, and for the small zoo models. Each network is
 built twice in one process after a warm-up build, so library loading is not counted.
 
