@@ -43,12 +43,12 @@ class BuildPeaks:
         self._trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
 
     def __enter__(self) -> "BuildPeaks":
-        def measured(builder, net, config, file):
+        def measured(builder, net, config, file, weight_bytes=None):
             gc.collect()
             if self._trim is not None:  # return freed heap, so the baseline is honest
                 self._trim(0)
             with PeakRSS() as rss:
-                writer = self._build(builder, net, config, file)
+                writer = self._build(builder, net, config, file, weight_bytes)
             self.peaks.append(rss.above_baseline)
             return writer
 

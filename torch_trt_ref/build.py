@@ -74,10 +74,11 @@ def build_engine(network: ConvertedNetwork, settings: CompilationSettings,
         config.add_optimization_profile(profile)
     start = time.perf_counter()
     if key:
-        plan_file = cache.build(key, lambda file: stream_plan(builder, net, config, file),
-                                weights=digest)
+        plan_file = cache.build(
+            key, lambda file: stream_plan(builder, net, config, file, snapshot.weight_bytes()),
+            weights=digest)
     else:
-        plan_file = build_to_anonymous_file(builder, net, config)
+        plan_file = build_to_anonymous_file(builder, net, config, snapshot.weight_bytes())
     seconds = time.perf_counter() - start
     if plan_file is None:
         raise EngineBuildError(
