@@ -13,6 +13,7 @@ from torch._decomp import get_decompositions
 
 from ..settings import CompilationSettings, matches_op
 from .default_table import all_cia_ops, default_table
+from .direct import rewrite_directly
 
 aten = torch.ops.aten
 
@@ -201,6 +202,8 @@ def _decompose_nodes(gm: torch.fx.GraphModule, table: dict) -> int:
         if not nodes:
             break
         for node in nodes:
+            if node.target not in DECOMPOSITIONS and rewrite_directly(gm, node):
+                continue
             try:
                 _decompose_node(gm, node, table, fake_mode, traced)
             except NotLocallyLowerable:
