@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 
 import pytest
+import torch
 
 from torch_trt_ref.capture import capture
 from torch_trt_ref.lowering import decomposition_table
@@ -47,3 +48,30 @@ def test_node_by_node_lowering_equals_run_decompositions_on_zoo_model(name, dyna
         args = tuple(a.example(a.max_shape) for a in spec_args)
         kwargs = {k: v.example(v.max_shape) for k, v in spec_kwargs.items()}
     assert_routes_agree(ep, SETTINGS, args, kwargs)
+
+
+class _Convolutions(torch.nn.Module):
+    """conv1d/2d/3d in the forms ``lowering.direct`` rewrites (batched; stride, padding,
+    dilation, groups; no bias) and those it leaves to tracing (unbatched, padding='same')."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv1d(3, 4, 3, dilation=2)
+        self.b = torch.nn.Conv2d(3, 4, 3, stride=2, padding=1, bias=False)
+        self.c = torch.nn.Conv2d(4, 4, 3, groups=2)
+        self.d = torch.nn.Conv3d(2, 2, 1)
+        self.e = torch.nn.Conv2d(3, 2, 3, padding="same")
+
+    def forward(self, x1, x2, x3, unbatched):
+        return self.a(x1), self.c(self.b(x2)), self.d(x3), self.e(unbatched), self.b(unbatched)
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_convolutions_rewritten_directly_equal_run_decompositions(dynamic):
+    torch.manual_seed(0)
+    args = (torch.randn(2, 3, 9), torch.randn(2, 3, 8, 8), torch.randn(2, 2, 3, 4, 4),
+            torch.randn(3, 8, 8))
+    batch = torch.export.Dim("batch", min=1, max=8)
+    shapes = ({0: batch}, {0: batch}, {0: batch}, None) if dynamic else None
+    ep = torch.export.export(_Convolutions().eval(), args, dynamic_shapes=shapes)
+    assert_routes_agree(ep, SETTINGS, args, {})
