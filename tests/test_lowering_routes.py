@@ -52,7 +52,8 @@ def test_node_by_node_lowering_equals_run_decompositions_on_zoo_model(name, dyna
 
 class _Convolutions(torch.nn.Module):
     """conv1d/2d/3d in the forms ``lowering.direct`` rewrites (batched; stride, padding,
-    dilation, groups; no bias) and those it leaves to tracing (unbatched, padding='same')."""
+    dilation, groups; no bias) and those it leaves to tracing (unbatched, padding='same'),
+    and eval-mode batch norm (with and without affine weights)."""
 
     def __init__(self):
         super().__init__()
@@ -61,13 +62,20 @@ class _Convolutions(torch.nn.Module):
         self.c = torch.nn.Conv2d(4, 4, 3, groups=2)
         self.d = torch.nn.Conv3d(2, 2, 1)
         self.e = torch.nn.Conv2d(3, 2, 3, padding="same")
+        self.n1 = torch.nn.BatchNorm1d(4)
+        self.n2 = torch.nn.BatchNorm2d(4, affine=False)
+        for norm in (self.n1, self.n2):
+            norm.running_mean.uniform_(-1, 1)
+            norm.running_var.uniform_(0.5, 2)
 
     def forward(self, x1, x2, x3, unbatched):
-        return self.a(x1), self.c(self.b(x2)), self.d(x3), self.e(unbatched), self.b(unbatched)
+        return (self.n1(self.a(x1)), self.n2(self.c(self.b(x2))), self.d(x3), self.e(unbatched),
+                self.b(unbatched))
 
 
 @pytest.mark.parametrize("dynamic", [False, True])
-def test_convolutions_rewritten_directly_equal_run_decompositions(dynamic):
+def test_convolutions_and_batch_norms_rewritten_directly_equal_run_decompositions(
+        dynamic):
     torch.manual_seed(0)
     args = (torch.randn(2, 3, 9), torch.randn(2, 3, 8, 8), torch.randn(2, 2, 3, 4, 4),
             torch.randn(3, 8, 8))

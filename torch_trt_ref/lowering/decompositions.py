@@ -202,7 +202,9 @@ def _decompose_nodes(gm: torch.fx.GraphModule, table: dict) -> int:
         if not nodes:
             break
         for node in nodes:
-            if node.target not in DECOMPOSITIONS and rewrite_directly(gm, node):
+            # lowering.direct rewrites as the stock decompositions do (torch's; ours)
+            ours = DECOMPOSITIONS.get(node.target)
+            if (ours is None or table.get(node.target) is ours) and rewrite_directly(gm, node):
                 continue
             try:
                 _decompose_node(gm, node, table, fake_mode, traced)
