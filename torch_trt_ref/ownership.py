@@ -4,6 +4,7 @@ constants by a private copy (``storages_of`` names the caller's storages)."""
 
 from __future__ import annotations
 
+import numpy
 import torch
 
 
@@ -23,7 +24,7 @@ def own_weights(module: torch.nn.Module, foreign: set[int], snapshots=()) -> int
         if not storage.nbytes() or ptr not in foreign:
             return t
         if ptr not in copies:
-            copies[ptr] = storage.clone()
+            copies[ptr] = _clone(storage)
         new = torch.empty(0, dtype=t.dtype, device=t.device).set_(
             copies[ptr], t.storage_offset(), t.shape, t.stride())
         if isinstance(t, torch.nn.Parameter):
@@ -45,6 +46,17 @@ def own_weights(module: torch.nn.Module, foreign: set[int], snapshots=()) -> int
                     if isinstance(value, torch.Tensor):
                         layer.attrs[name] = own(value)
     return sum(s.nbytes() for s in copies.values())
+
+
+def _clone(storage: torch.UntypedStorage) -> torch.UntypedStorage:
+    """A copy of ``storage``. On the CPU one memcpy by numpy: torch's copy splits a large
+    copy over its OpenMP threads, and starting them and their spin-wait after the copy cost
+    ten times the copy's own CPU (resnet18's 45 MiB: 0.16 s of CPU against 0.015 s)."""
+    if storage.device.type != "cpu":
+        return storage.clone()
+    copy = torch.empty(storage.nbytes(), dtype=torch.uint8)
+    numpy.copyto(copy.numpy(), torch.empty(0, dtype=torch.uint8).set_(storage).numpy())
+    return copy.untyped_storage()
 
 
 def storages_of(tensors) -> set[int]:
