@@ -12,6 +12,8 @@ checks every output. ``ReferenceRunner`` does the same work once:
     loop over that list with no name lookups or dict building;
   - each layer's outputs are checked against TensorRT's inferred shapes and dtypes on the
     first call with a given input signature (shapes and dtypes), not on every call;
+  - layers nothing reads are dropped, and torch's decomposed attention becomes one
+    ``F.scaled_dot_product_attention`` call (Note [Attention fusion], attention_fusion.py);
   - a product read only by a sum becomes one fused call (``_fuse_multiply_add``): a folded
     batch norm's scale and shift, a matrix product and its row bias (torch's linear).
 Networks with loops or conditionals keep ``run_snapshot`` (their regions branch on values),
@@ -26,6 +28,7 @@ import torch
 
 from ..cuda_graphs import EngineGraphs, graphs_enabled
 from ..snapshot import LayerRecord, NetworkSnapshot
+from .attention_fusion import fuse_attention
 from .executor import _check, layer_kind, run_snapshot
 from .layers.math_ops import matrix_multiply
 from .plan import Region, plan
@@ -82,8 +85,10 @@ class _Prepared:
             self.layers.append(layer)
         self.outputs = tuple(slot(name) for name in snapshot.outputs)
         self.size = len(slots) + 1
-        self.fast, self.fast_layers = _fuse_multiply_add(self.calls, self.layers,
-                                                         set(self.outputs))
+        outs = set(self.outputs)
+        calls, layers = fuse_attention(self.calls, self.layers, outs,
+                                       dict(zip(self.inputs, self.infos)))
+        self.fast, self.fast_layers = _fuse_multiply_add(calls, layers, outs)
 
     def run(self, inputs: list[torch.Tensor], check: bool) -> list[torch.Tensor]:
         values: list = [None] * self.size
