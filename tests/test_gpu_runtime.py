@@ -159,13 +159,10 @@ class FakeReplay:
 
 def test_graphs_are_cached_per_signature_and_bounded():
     FakeReplay.made = []
-    graphs = cuda_graphs.EngineGraphs(lambda xs: [xs[0] * 2], "e", FakeReplay)
-    cuda_graphs.set_cuda_graphs(True, cache_size=2)
-    try:
-        for n in (1, 2, 1, 3, 2):
-            assert torch.equal(graphs([torch.ones(n)])[0], torch.full((n,), 2.0))
-    finally:
-        cuda_graphs.set_cuda_graphs(True, cache_size=8)
+    graphs = cuda_graphs.EngineGraphs(lambda xs: [xs[0] * 2], "e", FakeReplay,
+                                      cuda_graphs.GraphSettings(True, cache_size=2))
+    for n in (1, 2, 1, 3, 2):
+        assert torch.equal(graphs([torch.ones(n)])[0], torch.full((n,), 2.0))
     sizes = [key[0][0] for key in graphs.replays]
     assert sizes == [(3,), (2,)]  # least recently used (size 1) went first
     assert len(FakeReplay.made) == 4  # 1, 2, 3, then 2 again after its eviction
@@ -200,7 +197,27 @@ def test_graphs_are_off_on_cpu_and_when_turned_off(program, monkeypatch):
         assert not cuda_graphs.graphs_enabled()
     assert cuda_graphs.graphs_enabled()
     with pytest.raises(ValueError, match="cache_size must be >= 1"):
-        cuda_graphs.set_cuda_graphs(True, cache_size=0)
+        cuda_graphs.set_cuda_graphs(compiled, True, cache_size=0)
+
+
+def test_the_graph_setting_is_per_program(program, tmp_path):
+    _, x, compiled = program
+    other = torch_trt_ref.load(torch_trt_ref.save(compiled, tmp_path / "p.prog"))
+    with torch.no_grad():
+        other(x)  # its runner exists before the setting changes: it follows the change
+    settings = cuda_graphs.set_cuda_graphs(other, False, cache_size=3)
+    whole = cuda_graphs.whole_module(other, FakeReplay)
+    runner = engines(other)[0].handle._reference
+    assert runner.graphs.settings is settings and whole.graph_settings is settings
+    assert not cuda_graphs.graphs_enabled(settings) and settings.cache_size == 3
+    assert cuda_graphs.graphs_enabled(engines(compiled)[0].handle.graph_settings)  # untouched
+    with cuda_graphs.cuda_graphs(True):  # a block overrides every program, in this thread
+        assert cuda_graphs.graphs_enabled(settings)
+    assert not cuda_graphs.graphs_enabled(settings)
+    cuda_graphs.set_cuda_graphs(other, True)
+    assert cuda_graphs.graphs_enabled(runner.graphs.settings) and settings.cache_size == 3
+    with pytest.raises(TypeError, match="set_cuda_graphs takes a compiled or loaded module"):
+        cuda_graphs.set_cuda_graphs(torch.nn.Linear(2, 2), False)
 
 
 def test_engines_run_without_the_op_on_a_torch_without_opaque_objects(program, monkeypatch):

@@ -90,15 +90,12 @@ def check(folder: Path, out: Path, device: str = "cuda") -> bool:
             print(json.dumps(record), flush=True)
             records.append(record)
         # the bounded cache: at most 2 graphs per engine, the oldest size goes
-        cuda_graphs.set_cuda_graphs(True, cache_size=2)
-        try:
-            with torch.no_grad():
-                for size in side["sizes"]:
-                    (x,), _ = gpu_latency.batched_inputs(side["model"], size)
-                    compiled(x.to(device))
-            kept = [[k[0][0][0] for k in r.graphs.replays] for r in runners]
-        finally:
-            cuda_graphs.set_cuda_graphs(True, cache_size=8)
+        cuda_graphs.set_cuda_graphs(compiled, True, cache_size=2)
+        with torch.no_grad():
+            for size in side["sizes"]:
+                (x,), _ = gpu_latency.batched_inputs(side["model"], size)
+                compiled(x.to(device))
+        kept = [[k[0][0][0] for k in r.graphs.replays] for r in runners]
         bounded = all(len(k) <= 2 for k in kept) and (device != "cuda" or all(kept))
         print(json.dumps({"program": path.name, "cache_size_2_kept_batches": kept,
                           "bounded": bounded}), flush=True)

@@ -26,7 +26,7 @@ from typing import Callable
 
 import torch
 
-from ..cuda_graphs import EngineGraphs, graphs_enabled
+from ..cuda_graphs import EngineGraphs, GraphSettings, graphs_enabled
 from ..snapshot import LayerRecord, NetworkSnapshot
 from .attention_fusion import fuse_attention
 from .executor import _check, layer_kind, run_snapshot
@@ -181,7 +181,8 @@ class ReferenceRunner:
     """Runs one engine's snapshot on the reference executor (Note [Prepared replay]); on
     CUDA inputs, through a CUDA graph per input signature where ``cuda_graphs`` allows."""
 
-    def __init__(self, snapshot: NetworkSnapshot, name: str = "engine"):
+    def __init__(self, snapshot: NetworkSnapshot, name: str = "engine",
+                 graph_settings: GraphSettings | None = None):
         self.snapshot = snapshot
         self.name = name
         self.device = snapshot_device(snapshot)
@@ -189,7 +190,7 @@ class ReferenceRunner:
         flat = not any(isinstance(step, Region) for step in steps)
         self.prepared = _Prepared(snapshot, steps) if flat else None
         self.checked: set[tuple] = set()
-        self.graphs = EngineGraphs(self._eager, name)
+        self.graphs = EngineGraphs(self._eager, name, settings=graph_settings)
 
     def to(self, device: torch.device) -> None:
         """Move the weights to ``device`` (once; a no-op where they are)."""
@@ -205,7 +206,7 @@ class ReferenceRunner:
         device = inputs[0].device if inputs else self.device
         if device is not None and device != self.device:
             self.to(device)
-        if device is not None and device.type == "cuda" and graphs_enabled():
+        if device is not None and device.type == "cuda" and graphs_enabled(self.graphs.settings):
             return self.graphs(inputs)
         return self._eager(inputs)
 
