@@ -1,10 +1,12 @@
 """Zoo programs saved without their engine weights (zoo/weightless.py, issue 27): the file
 shrinks to the program's structure and its computed constants, and after ``restore`` (refit
 from the zoo model rebuilt from its seed) the loaded program gives the outputs of the
-program saved whole; the latency table shows the spread of its timing rounds."""
+program saved whole; ``zoo latency --repeats`` alternates its variants round by round and
+the table shows the spread of the rounds."""
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 
 import torch
@@ -44,3 +46,22 @@ def test_the_latency_table_gives_the_spread_of_the_rounds():
     table = gpu_latency.markdown([record])
     assert "| 2.000 / 2.200 (1.900-2.100) |" in table
     assert "| 0.500 / 0.600 |" in table
+
+
+def test_rounds_alternate_the_variants_under_their_graph_settings(monkeypatch):
+    seen, medians = [], iter([3.0, 1.0, 2.0, 1.5, 2.5, 1.2])
+    monkeypatch.setattr(gpu_latency, "cuda_latency", lambda fn, warmup, runs: (
+        fn(), {"median_ms": next(medians), "p90_ms": 9.0})[1])
+
+    @contextlib.contextmanager
+    def graphs(on):
+        seen.append(("on" if on else "off"))
+        yield
+
+    variants = {"eager": (lambda: seen.append("eager"), False),
+                "ours": (lambda: seen.append("ours"), True)}
+    times = gpu_latency._alternate(variants, 1, 1, 3, graphs)
+    assert seen == ["off", "eager", "on", "ours"] * 3
+    assert times["eager"]["median_ms"] == 2.5 and times["eager"]["round_medians_ms"] == [
+        3.0, 2.0, 2.5]
+    assert times["ours"]["median_ms"] == 1.2
