@@ -143,6 +143,19 @@ def test_the_prepared_plan_equals_run_snapshot_and_checks_once(program):
     assert all(torch.equal(a, b) for a, b in zip(again, first))  # the same on every call
 
 
+def test_a_linear_bias_goes_to_addmm_as_a_vector(program, monkeypatch):
+    # torch's CUDA addmm adds only a 1-D bias in cuBLASLt's GEMM epilogue; a (1, n) bias
+    # costs a broadcast copy into the output first (aten/src/ATen/native/cuda/Blas.cpp)
+    _, x, compiled = program
+    (engine,) = engines(compiled)
+    runner = ReferenceRunner(engine.engine.snapshot)
+    seen, addmm = [], torch.addmm
+    monkeypatch.setattr(torch, "addmm", lambda bias, *a, **k: (seen.append(bias.dim()),
+                                                               addmm(bias, *a, **k))[1])
+    runner({engine.engine.snapshot.inputs[0].name: x})
+    assert seen == [1]
+
+
 class FakeReplay:
     """Stands in for ``_Replay`` (no CUDA here): counts captures and replays."""
 

@@ -132,7 +132,9 @@ def _matmul_bias(inputs, op0, op1):
             all(d == 1 for d in b.shape[:-2]):
         w = b.reshape(b.shape[-2:])
         rows = a.flatten(0, -2)  # not reshape(-1, k): ambiguous for k == 0 (linear, 0 features)
-        out = torch.addmm(bias.reshape(1, -1), rows, w.t() if op1 == "TRANSPOSE" else w)
+        # a 1-D bias, as F.linear passes it: on CUDA torch then adds it in cuBLASLt's GEMM
+        # epilogue; a (1, n) bias is first copied into every row of the output, a kernel more
+        out = torch.addmm(bias.reshape(-1), rows, w.t() if op1 == "TRANSPOSE" else w)
         return (out.reshape(*a.shape[:-1], out.shape[-1]),)
     (product,) = matrix_multiply([a, b], op0, op1)
     return (product + bias,)
