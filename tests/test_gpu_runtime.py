@@ -181,6 +181,23 @@ def test_graphs_are_cached_per_signature_and_bounded():
     assert len(FakeReplay.made) == 4  # 1, 2, 3, then 2 again after its eviction
 
 
+def test_a_smaller_cache_size_frees_graphs_at_once(program, tmp_path):
+    """set_cuda_graphs(cache_size=k) keeps only the k most recently used graphs an engine
+    already holds (hits alone would never evict them)."""
+    _, x, compiled = program
+    other = torch_trt_ref.load(torch_trt_ref.save(compiled, tmp_path / "p.prog"))
+    with torch.no_grad():
+        other(x)  # makes the engine's runner
+    settings = cuda_graphs.set_cuda_graphs(other, True, cache_size=3)
+    graphs = engines(other)[0].handle._reference.graphs
+    graphs.capture, graphs.fn = FakeReplay, lambda xs: xs  # stand-ins: no CUDA here
+    for n in (1, 2, 3):
+        graphs([torch.ones(n)])
+    graphs([torch.ones(1)])  # 1 is now the most recently used
+    assert settings is cuda_graphs.set_cuda_graphs(other, True, cache_size=2)
+    assert [key[0][0] for key in graphs.replays] == [(3,), (1,)]
+
+
 def test_a_failed_capture_runs_uncaptured_with_one_warning():
     def refuse(fn, inputs, pool=None):
         raise RuntimeError("operation not permitted when stream is capturing")

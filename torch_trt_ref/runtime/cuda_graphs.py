@@ -72,13 +72,15 @@ def set_cuda_graphs(compiled: torch.nn.Module, enabled: bool,
     settings.enabled = bool(enabled)
     if cache_size is not None:
         settings.cache_size = cache_size
+    caches = [owner._graphs for owner in owners]
     for x in [*owners, *handles]:
         x.graph_settings = settings
         runner = getattr(x, "_reference", None)
         if runner is not None:
-            runner.graphs.settings = settings
-    for owner in owners:
-        owner._graphs.settings = settings
+            caches.append(runner.graphs)
+    for cache in caches:
+        cache.settings = settings
+        cache.trim()  # a smaller cache_size frees the graphs over it now, not at a next miss
     return settings
 
 
@@ -149,6 +151,11 @@ class EngineGraphs:
         self.replays.clear()
         self.pool = None
 
+    def trim(self) -> None:
+        """Drop the least recently used graphs over ``settings.cache_size``."""
+        while len(self.replays) > self.settings.cache_size:
+            self.replays.popitem(last=False)
+
     def __call__(self, inputs: Sequence[torch.Tensor], key: tuple | None = None
                  ) -> list[torch.Tensor]:
         """``key``: the cache key (default: the inputs' signature)."""
@@ -159,8 +166,7 @@ class EngineGraphs:
         if replay is False:
             replay = self._capture(inputs)
             self.replays[key] = replay
-            while len(self.replays) > self.settings.cache_size:
-                self.replays.popitem(last=False)
+            self.trim()
         else:
             self.replays.move_to_end(key)
         return self.fn(inputs) if replay is None else replay(inputs)
