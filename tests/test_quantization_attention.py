@@ -32,7 +32,8 @@ class _Attention(nn.Module):
         b, s, d = x.shape
         q, k, v = (t.reshape(b, s, self.heads, -1).transpose(1, 2)
                    for t in self.qkv(x).chunk(3, -1))
-        angles = torch.arange(s, dtype=x.dtype)[:, None] @ torch.ones(1, d // self.heads, dtype=x.dtype)
+        angles = (torch.arange(s, dtype=x.dtype)[:, None]
+                  @ torch.ones(1, d // self.heads, dtype=x.dtype))
         q = q + angles.sin() * 0.1  # matmul of two non-parameters, no softmax: left alone
         if self.eager:
             scores = torch.matmul(q, k.transpose(-2, -1)) / (d // self.heads) ** 0.5 + mask
