@@ -25,8 +25,8 @@ def quantized_weight(node: Node, depth: int = 3) -> bool:
     inputs = node.all_input_nodes
     if is_quantizer(node):
         return all(a.op == "get_attr" for a in inputs)
-    return any(quantized_weight(a, depth - 1) for a in inputs) and all(
-        a.op == "get_attr" or quantized_weight(a, depth - 1) for a in inputs)
+    computed = [a for a in inputs if a.op != "get_attr"]  # one chain: at most depth calls
+    return len(computed) == 1 and quantized_weight(computed[0], depth - 1)
 
 
 def quantizer_groups(calls: list[Node]) -> list[list[Node]]:
@@ -35,6 +35,8 @@ def quantizer_groups(calls: list[Node]) -> list[list[Node]]:
     readers that compute from constants only (the weight's transpose in front of a matmul)
     are followed on to the op that reads them with an activation: the quantized weight is
     never computed in one segment and passed to another."""
+    if not any(map(is_quantizer, calls)):
+        return []
     constant: set[Node] = set()
     for node in calls:  # graph order: a node's inputs come first
         if all(a.op == "get_attr" or a in constant for a in node.all_input_nodes):
