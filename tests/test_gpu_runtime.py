@@ -143,6 +143,19 @@ def test_the_prepared_plan_equals_run_snapshot_and_checks_once(program):
     assert all(torch.equal(a, b) for a, b in zip(again, first))  # the same on every call
 
 
+def test_a_linear_bias_goes_to_addmm_as_a_vector(program, monkeypatch):
+    # torch's CUDA addmm adds only a 1-D bias in cuBLASLt's GEMM epilogue; a (1, n) bias
+    # costs a broadcast copy into the output first (aten/src/ATen/native/cuda/Blas.cpp)
+    _, x, compiled = program
+    (engine,) = engines(compiled)
+    runner = ReferenceRunner(engine.engine.snapshot)
+    seen, addmm = [], torch.addmm
+    monkeypatch.setattr(torch, "addmm", lambda bias, *a, **k: (seen.append(bias.dim()),
+                                                               addmm(bias, *a, **k))[1])
+    runner({engine.engine.snapshot.inputs[0].name: x})
+    assert seen == [1]
+
+
 class FakeReplay:
     """Stands in for ``_Replay`` (no CUDA here): counts captures and replays."""
 
@@ -159,16 +172,30 @@ class FakeReplay:
 
 def test_graphs_are_cached_per_signature_and_bounded():
     FakeReplay.made = []
-    graphs = cuda_graphs.EngineGraphs(lambda xs: [xs[0] * 2], "e", FakeReplay)
-    cuda_graphs.set_cuda_graphs(True, cache_size=2)
-    try:
-        for n in (1, 2, 1, 3, 2):
-            assert torch.equal(graphs([torch.ones(n)])[0], torch.full((n,), 2.0))
-    finally:
-        cuda_graphs.set_cuda_graphs(True, cache_size=8)
+    graphs = cuda_graphs.EngineGraphs(lambda xs: [xs[0] * 2], "e", FakeReplay,
+                                      cuda_graphs.GraphSettings(True, cache_size=2))
+    for n in (1, 2, 1, 3, 2):
+        assert torch.equal(graphs([torch.ones(n)])[0], torch.full((n,), 2.0))
     sizes = [key[0][0] for key in graphs.replays]
     assert sizes == [(3,), (2,)]  # least recently used (size 1) went first
     assert len(FakeReplay.made) == 4  # 1, 2, 3, then 2 again after its eviction
+
+
+def test_a_smaller_cache_size_frees_graphs_at_once(program, tmp_path):
+    """set_cuda_graphs(cache_size=k) keeps only the k most recently used graphs an engine
+    already holds (hits alone would never evict them)."""
+    _, x, compiled = program
+    other = torch_trt_ref.load(torch_trt_ref.save(compiled, tmp_path / "p.prog"))
+    with torch.no_grad():
+        other(x)  # makes the engine's runner
+    settings = cuda_graphs.set_cuda_graphs(other, True, cache_size=3)
+    graphs = engines(other)[0].handle._reference.graphs
+    graphs.capture, graphs.fn = FakeReplay, lambda xs: xs  # stand-ins: no CUDA here
+    for n in (1, 2, 3):
+        graphs([torch.ones(n)])
+    graphs([torch.ones(1)])  # 1 is now the most recently used
+    assert settings is cuda_graphs.set_cuda_graphs(other, True, cache_size=2)
+    assert [key[0][0] for key in graphs.replays] == [(3,), (1,)]
 
 
 def test_a_failed_capture_runs_uncaptured_with_one_warning():
@@ -200,7 +227,27 @@ def test_graphs_are_off_on_cpu_and_when_turned_off(program, monkeypatch):
         assert not cuda_graphs.graphs_enabled()
     assert cuda_graphs.graphs_enabled()
     with pytest.raises(ValueError, match="cache_size must be >= 1"):
-        cuda_graphs.set_cuda_graphs(True, cache_size=0)
+        cuda_graphs.set_cuda_graphs(compiled, True, cache_size=0)
+
+
+def test_the_graph_setting_is_per_program(program, tmp_path):
+    _, x, compiled = program
+    other = torch_trt_ref.load(torch_trt_ref.save(compiled, tmp_path / "p.prog"))
+    with torch.no_grad():
+        other(x)  # its runner exists before the setting changes: it follows the change
+    settings = cuda_graphs.set_cuda_graphs(other, False, cache_size=3)
+    whole = cuda_graphs.whole_module(other, FakeReplay)
+    runner = engines(other)[0].handle._reference
+    assert runner.graphs.settings is settings and whole.graph_settings is settings
+    assert not cuda_graphs.graphs_enabled(settings) and settings.cache_size == 3
+    assert cuda_graphs.graphs_enabled(engines(compiled)[0].handle.graph_settings)  # untouched
+    with cuda_graphs.cuda_graphs(True):  # a block overrides every program, in this thread
+        assert cuda_graphs.graphs_enabled(settings)
+    assert not cuda_graphs.graphs_enabled(settings)
+    cuda_graphs.set_cuda_graphs(other, True)
+    assert cuda_graphs.graphs_enabled(runner.graphs.settings) and settings.cache_size == 3
+    with pytest.raises(TypeError, match="set_cuda_graphs takes a compiled or loaded module"):
+        cuda_graphs.set_cuda_graphs(torch.nn.Linear(2, 2), False)
 
 
 def test_engines_run_without_the_op_on_a_torch_without_opaque_objects(program, monkeypatch):

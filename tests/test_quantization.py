@@ -219,6 +219,23 @@ def test_validators_reject_what_tensorrt_rejects(module, reason):
     torch.testing.assert_close(compiled(x), module(x))
 
 
+@pytest.mark.parametrize("precision", ["int8", "fp8"])
+def test_zero_initialized_layer_stays_in_tensorrt(precision):
+    """A zero weight (torchvision ViT's head, a zero channel) calibrates to amax 0: it
+    quantizes to 0 under any scale, so it converts (scale 1 there) instead of falling to
+    PyTorch and adding a segment."""
+    model = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU(), torch.nn.Linear(6, 3))
+    torch.nn.init.zeros_(model[2].weight)
+    with torch.no_grad():
+        model[0].weight[2] = 0.0  # one zero channel of a per-channel INT8 amax
+    data = [torch.randn(2, 4, generator=torch.Generator().manual_seed(i)) for i in range(2)]
+    qm = quantize(model, data, precision=precision, progress=False)
+    assert float(quantizers(qm)["2.weight_quantizer"].amax.max()) == 0.0
+    compiled, kinds = _check_compiled(qm, data[0], min_block_size=1)
+    assert compiled.compile_report.counts == {"tensorrt": 1}
+    assert kinds.count("QUANTIZE") == 4
+
+
 def test_quantizer_follows_its_reader_to_pytorch():
     qm = quantize(_small(), DATA, progress=False)
     compiled = torch_trt_ref.compile(qm, [DATA[0]],
@@ -283,7 +300,9 @@ config = getattr(mtq, sys.argv[1])
 model = mtq.quantize(model, config, forward_loop=lambda m: [m(d) for d in data])
 x = torch.randn(2, 3, 8, 8)
 with export_torch_mode():
-    compiled = torch_trt_ref.compile(model, [x])
+    # 4 compute nodes (conv, relu, view, addmm; quantizers count for none, as in fp32):
+    # below the default min_block_size of 5
+    compiled = torch_trt_ref.compile(model, [x], min_block_size=1)
 assert compiled.compile_report.counts == {"tensorrt": 1}, compiled.compile_report.counts
 quantizers = compiled.compile_report.support["quantizers"]
 assert len(quantizers) == 4 and all(q.endswith("TensorRT") for q in quantizers.values())

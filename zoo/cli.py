@@ -166,7 +166,7 @@ def anchors_command(args: argparse.Namespace) -> int:
 
     print("Partition anchor: engines and transitions per strategy, min_block_size=5 "
           "(partition only)", file=sys.stderr)
-    rows = measure(args.models, lambda line: print(line, file=sys.stderr))
+    rows = measure(args.models, lambda line: print(line, file=sys.stderr), args.precision)
     table = markdown(rows)
     if args.markdown:
         Path(args.markdown).write_text(table + "\n")
@@ -246,6 +246,9 @@ def add_subcommands(subparsers) -> None:
     anc = sub.add_parser("anchors", help="partition anchor table: engines and transitions "
                          "per strategy and forced op beside Torch-TensorRT's (no engine built)")
     anc.add_argument("--models", nargs="+", help="subset of the anchor models")
+    anc.add_argument("--precision", default="fp32", choices=("fp32", *QUANT_PRECISIONS),
+                     help="quantize each model first (int8/fp8/nvfp4, as zoo run does): "
+                          "quantization must not add engines")
     anc.add_argument("--markdown", help="also write the table here")
     anc.add_argument("--json", help="also write the rows here (for zoo report "
                      "--partition-anchor)")

@@ -25,7 +25,7 @@ import torch
 
 from torch_trt_ref.settings import PARTITIONERS, PRECISION_DTYPES
 
-from . import measure
+from . import measure, weightless
 from .cell import settings_for
 from .matrix import Cell
 from .registry import QUICK, get
@@ -64,9 +64,10 @@ def program_name(model: str, precision: str, batch: int) -> str:
 
 def save_programs(models: list[str], precisions: list[str], batches: list[int], out: Path,
                   strategy: str = "fast", plans: bool = True,
-                  log: Callable[[str], None] = print) -> list[Path]:
+                  log: Callable[[str], None] = print, weights: bool = True) -> list[Path]:
     """Compile and save each model x precision x batch into ``out``; returns the paths.
-    ``plans=False`` saves without TensorRT plans (reference executor only, half the size)."""
+    ``plans=False`` saves without TensorRT plans (reference executor only, half the size);
+    ``weights=False`` without the engine weights (``weightless.py``: refit on load)."""
     import torch_trt_ref
 
     out.mkdir(parents=True, exist_ok=True)
@@ -82,10 +83,12 @@ def save_programs(models: list[str], precisions: list[str], batches: list[int], 
                 start = time.perf_counter()
                 compiled = torch_trt_ref.compile(model, args, kwargs, **settings)
                 stem = out / program_name(name, precision, batch)
+                if not weights:
+                    weightless.strip(compiled, model)
                 torch_trt_ref.save(compiled, stem.with_suffix(PROGRAM), plans=plans)
                 side = {"model": name, "precision": precision, "batch": batch,
-                        "strategy": strategy, "plans": plans, "settings": {k: str(v) for k, v in
-                                                           settings.items()},
+                        "strategy": strategy, "plans": plans, "weights": weights,
+                        "settings": {k: str(v) for k, v in settings.items()},
                         "inputs_checksum": checksum(_leaves(args, kwargs)),
                         "weights_checksum": checksum(model.state_dict().values()),
                         "compile_seconds": time.perf_counter() - start,
@@ -130,7 +133,7 @@ def _to(value, device, dtype=None):
 
 
 def measure_program(path: Path, device: str, warmup: int, runs: int, inductor: bool,
-                    log: Callable[[str], None] = print) -> dict[str, Any]:
+                    log: Callable[[str], None] = print, repeats: int = 1) -> dict[str, Any]:
     """One record: the program checked against eager on ``device`` and timed beside eager
     and inductor of the same zoo model."""
     import torch_trt_ref
@@ -152,7 +155,10 @@ def measure_program(path: Path, device: str, warmup: int, runs: int, inductor: b
         record["checksums_match"] = {
             "inputs": checksum(_leaves(args, kwargs)) == side["inputs_checksum"],
             "weights": checksum(model.state_dict().values()) == side["weights_checksum"]}
-        compiled = torch_trt_ref.load(path).to(device)
+        compiled = torch_trt_ref.load(path)
+        if side.get("weights") is False:  # saved without engine weights: refit from the model
+            weightless.restore(compiled, model)
+        compiled = compiled.to(device)
         record["executors"] = sorted(set(torch_trt_ref.executors_used(compiled).values()))
         model = model.to(device)
         args, kwargs = _to(args, device), _to(kwargs, device)
@@ -177,24 +183,22 @@ def measure_program(path: Path, device: str, warmup: int, runs: int, inductor: b
         stage = "latency"
         low = copy.deepcopy(model).to(dtype)
         low_args, low_kwargs = _to(args, device, dtype), _to(kwargs, device, dtype)
-        times: dict[str, Any] = {}
-        times["eager"] = cuda_latency(lambda: low(*low_args, **low_kwargs), warmup, runs)
-        with cuda_graphs.cuda_graphs(False):
-            times["ours_no_graphs"] = cuda_latency(lambda: compiled(*args, **kwargs),
-                                                   warmup, runs)
-        with cuda_graphs.cuda_graphs(True):
-            times["ours_engine_graphs"] = cuda_latency(lambda: compiled(*args, **kwargs),
-                                                       warmup, runs)
-            whole = cuda_graphs.whole_module(compiled)
-            times["ours_whole_graph"] = cuda_latency(lambda: whole(*args, **kwargs),
-                                                     warmup, runs)
+        whole = cuda_graphs.whole_module(compiled)
+        variants = {"eager": (lambda: low(*low_args, **low_kwargs), False),
+                    "ours_no_graphs": (lambda: compiled(*args, **kwargs), False),
+                    "ours_engine_graphs": (lambda: compiled(*args, **kwargs), True),
+                    "ours_whole_graph": (lambda: whole(*args, **kwargs), True)}
         if inductor:
             stage = "inductor"
             start = time.perf_counter()
             fast = torch.compile(low)
-            times["inductor"] = cuda_latency(lambda: fast(*low_args, **low_kwargs),
-                                             warmup, runs)
-            times["inductor"]["compile_and_warmup_s"] = time.perf_counter() - start
+            with torch.no_grad():
+                fast(*low_args, **low_kwargs)
+            variants["inductor"] = (lambda: fast(*low_args, **low_kwargs), False)
+            compile_s = time.perf_counter() - start
+        times = _alternate(variants, warmup, runs, repeats, cuda_graphs.cuda_graphs)
+        if inductor:
+            times["inductor"]["compile_and_first_call_s"] = compile_s
         record["latency"] = times
         record["graphs"] = {name: [v is not None for v in runner.graphs.replays.values()]
                             for name, runner in _runners(compiled)}
@@ -207,6 +211,25 @@ def measure_program(path: Path, device: str, warmup: int, runs: int, inductor: b
     record["warnings"] = sorted({str(w.message)[:400] for w in seen})
     log(summary_line(record))
     return record
+
+
+def _alternate(variants: dict, warmup: int, runs: int, repeats: int,
+               graphs: Callable) -> dict[str, Any]:
+    """``cuda_latency`` of each variant (a call, and whether CUDA graphs are on for it:
+    ``with graphs(on)``), ``repeats`` rounds with the variants alternating; each variant's
+    record is its median round, with every round's median and p90 beside it (the spread)."""
+    rounds: dict[str, list] = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, (fn, on) in variants.items():
+            with graphs(on):
+                rounds[name].append(cuda_latency(fn, warmup, runs))
+    times = {}
+    for name, seen in rounds.items():
+        order = sorted(seen, key=lambda t: t["median_ms"])
+        times[name] = {**order[len(order) // 2],
+                       "round_medians_ms": [t["median_ms"] for t in seen],
+                       "round_p90_ms": [t["p90_ms"] for t in seen]}
+    return times
 
 
 def _runners(compiled):
@@ -271,10 +294,16 @@ def markdown(records: list[dict]) -> str:
         rule = f"{'ok' if acc.get('passed') else 'FAIL'} (" + " / ".join(
             "-" if r is None else f"{r:.2f}" for r in ratios) + ")"
         lines.append(f"| {r['program']} | {'+'.join(r.get('executors', []))} | {rule} | "
-                     + " | ".join(f"{lat[k]['median_ms']:.3f} / {lat[k]['p90_ms']:.3f}"
-                                  if k in lat else "-" for k in COLUMNS)
+                     + " | ".join(_cell(lat[k]) if k in lat else "-" for k in COLUMNS)
                      + f" | {ratio('eager')} | {ratio('inductor')} |")
     return "\n".join(lines) + "\n"
+
+
+def _cell(t: dict) -> str:
+    """median / p90 ms, and the range of the round medians where there were rounds."""
+    rounds = t.get("round_medians_ms", [])
+    spread = f" ({min(rounds):.3f}-{max(rounds):.3f})" if len(rounds) > 1 else ""
+    return f"{t['median_ms']:.3f} / {t['p90_ms']:.3f}{spread}"
 
 
 def split_records(records: list[dict]) -> tuple[list[dict], list[dict]]:
@@ -290,7 +319,7 @@ def gpu_section(records: list[dict]) -> str:
 def save_command(args: argparse.Namespace) -> int:
     models = args.models or list(QUICK)
     save_programs(models, args.precisions, args.batches, Path(args.out), args.strategy,
-                  not args.no_plans)
+                  not args.no_plans, weights=not args.no_weights)
     return 0
 
 
@@ -308,7 +337,7 @@ def latency_command(args: argparse.Namespace) -> int:
     for i, path in enumerate(paths):
         print(f"[{i + 1}/{len(paths)}] {path.name}", flush=True)
         records.append(measure_program(path, args.device, args.warmup, args.runs,
-                                       not args.no_inductor))
+                                       not args.no_inductor, repeats=args.repeats))
         gc.collect()
         torch.cuda.empty_cache()
     out = Path(args.out)
@@ -337,6 +366,9 @@ def add_parsers(sub) -> None:
                    help="partition strategy (default fast)")
     s.add_argument("--no-plans", action="store_true",
                    help="leave the TensorRT plans out (the reference executor runs them)")
+    s.add_argument("--no-weights", action="store_true",
+                   help="leave the engine weights out; `zoo latency` refits them from the "
+                        "zoo model rebuilt from its seed (programs of a few hundred KiB)")
     s.set_defaults(func=save_command)
     lat = sub.add_parser("latency", help="load saved zoo programs and time them beside eager "
                                          "and inductor with CUDA events")
@@ -344,6 +376,9 @@ def add_parsers(sub) -> None:
     lat.add_argument("--device", default="cuda", help="where to run (default cuda)")
     lat.add_argument("--warmup", type=int, default=20, help="untimed calls (default 20)")
     lat.add_argument("--runs", type=int, default=100, help="timed calls (default 100)")
+    lat.add_argument("--repeats", type=int, default=1,
+                     help="rounds of every variant, alternating (default 1); the table gives "
+                          "the median round and the spread of the round medians")
     lat.add_argument("--no-inductor", action="store_true",
                      help="skip torch.compile (inductor): its compile takes seconds per model")
     lat.add_argument("--out", default="out/gpu_latency.jsonl",

@@ -105,14 +105,18 @@ class Row:
     engines: int
     transitions: int
     peer: int | None  # Torch-TensorRT's count for the same partitioner, where measured
+    precision: str = "fp32"  # int8/fp8/nvfp4: the model quantized first (zoo.quantized)
 
     @property
     def ratio(self) -> float | None:
         return self.engines / self.peer if self.peer else None
 
 
-def measure(models: list[str] | None = None, progress: Callable[[str], None] = print
-            ) -> list[Row]:
+def measure(models: list[str] | None = None, progress: Callable[[str], None] = print,
+            precision: str = "fp32") -> list[Row]:
+    """The rows of ``models`` (default: all); ``precision`` int8/fp8/nvfp4 quantizes each
+    model first as the zoo's quantized cells do (the peer's counts are its fp32 ones:
+    quantization must not add engines)."""
     from torch_trt_ref.capture import capture
     from torch_trt_ref.compiler import lower_program
     from torch_trt_ref.partitioning import partition
@@ -125,6 +129,10 @@ def measure(models: list[str] | None = None, progress: Callable[[str], None] = p
         start = time.perf_counter()
         torch.manual_seed(0)
         model, example = make()
+        if precision != "fp32":
+            from .quantized import prepare
+
+            model, _ = prepare(model.eval(), precision, (example,), {})
         ep = capture(model.eval(), [example])
         for forced in FORCED:
             ops = frozenset() if forced == "none" else frozenset({forced})
@@ -136,7 +144,8 @@ def measure(models: list[str] | None = None, progress: Callable[[str], None] = p
                 peer = PEER.get(name, {}).get(forced)
                 rows.append(Row(name, forced, strategy, result.count("tensorrt"),
                                 result.transitions(),
-                                None if peer is None else peer[strategy == "global"]))
+                                None if peer is None else peer[strategy == "global"],
+                                precision))
         progress(f"  {name}: {time.perf_counter() - start:.1f} s")
     return rows
 

@@ -62,18 +62,20 @@ class _Caller(torch.nn.Module):
         return self.model(*args, **kwargs)
 
 
-def prepare(model: torch.nn.Module, precision: str, args: tuple, kwargs: dict
-            ) -> tuple[torch.nn.Module, dict[str, Any]]:
-    """The quantized model and the calibration part of the cell's ``quantization`` record."""
+def prepare(model: torch.nn.Module, precision: str, args: tuple, kwargs: dict,
+            attention: bool = False) -> tuple[torch.nn.Module, dict[str, Any]]:
+    """The quantized model and the calibration part of the cell's ``quantization`` record
+    (``attention``: quantizers on attention's batched matmuls too)."""
     batches = calibration_batches(args, kwargs)
     start = time.perf_counter()
     wrapped = quantize(_Caller(model), [(b,) for b in batches], precision=precision,
-                       progress=False)
+                       progress=False, attention=attention)
     seconds = time.perf_counter() - start
     return wrapped.model, {"precision": precision, "algorithm": "max",
                            "calibration_batches": len(batches),
                            "calibration_seconds": seconds,
-                           "quantized_layers": len(wrapped.quantization["layers"])}
+                           "quantized_layers": len(wrapped.quantization["layers"]),
+                           "attention": len(wrapped.quantization["attention"])}
 
 
 def layer_counts(compiled: torch.nn.Module) -> dict[str, int]:

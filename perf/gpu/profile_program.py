@@ -15,15 +15,18 @@ from torch.profiler import ProfilerActivity, profile
 import torch_trt_ref
 from torch_trt_ref.runtime import cuda_graphs
 from torch_trt_ref.settings import PRECISION_DTYPES
-from zoo import gpu_latency
+from zoo import gpu_latency, weightless
 
 
 def main(path: str, rows: int = 25) -> None:
     side = gpu_latency.json.loads(Path(path).with_suffix(".json").read_text())
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
-        compiled = torch_trt_ref.load(path).cuda()
-        model = gpu_latency.get(side["model"]).factory().cuda()
+        model = gpu_latency.get(side["model"]).factory()
+        compiled = torch_trt_ref.load(path)
+        if side.get("weights") is False:  # saved without engine weights (zoo/weightless.py)
+            weightless.restore(compiled, model)
+        compiled, model = compiled.cuda(), model.cuda()
         args, kwargs = gpu_latency.batched_inputs(side["model"], side["batch"])
         args, kwargs = gpu_latency._to(args, "cuda"), gpu_latency._to(kwargs, "cuda")
         dtype = PRECISION_DTYPES[side["precision"]]

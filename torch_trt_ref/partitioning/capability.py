@@ -17,7 +17,7 @@ from ..conversion.registry import CONVERTERS, ConverterRegistry
 from ..lowering.program import lowered
 from ..settings import CompilationSettings, matches_op, op_name
 from .modules import module_fallback_reason
-from .quantized import describe, is_quantizer
+from .quantized import describe, is_quantizer, quantized_weight
 from .random_ops import random_reason
 
 aten = torch.ops.aten
@@ -31,8 +31,12 @@ _SCALARS = (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool)
 def is_compute_node(node: Node) -> bool:
     """Does ``node`` count toward min_block_size? call_function nodes that compute tensors
     do; getitem, the sym_size family and Python scalar arithmetic on shapes (nodes whose
-    value is a SymInt/int/float/bool) do not. Placeholders, weights and outputs do not."""
-    if node.op != "call_function" or node.target in BOOKKEEPING:
+    value is a SymInt/int/float/bool) do not. Placeholders, weights and outputs do not.
+    Nor do quantizers and the layout ops on a quantized weight: TensorRT fuses a Q/DQ pair
+    into the op that reads it and folds a quantized weight, so quantizing a model never
+    makes a segment big enough for an engine of its own (DESIGN D13)."""
+    if node.op != "call_function" or node.target in BOOKKEEPING or is_quantizer(node) \
+            or quantized_weight(node):
         return False
     return not isinstance(node.meta.get("val"), _SCALARS)
 

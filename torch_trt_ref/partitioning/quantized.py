@@ -15,16 +15,48 @@ def is_quantizer(node: Node) -> bool:
     return node.op == "call_function" and node.target in QUANTIZE_OPS
 
 
+def quantized_weight(node: Node, depth: int = 3) -> bool:
+    """Is ``node`` a weight quantizer (all inputs constant) or a layout op computing from a
+    quantized weight and constants only (its transpose in front of a matmul), ``depth``
+    levels deep? TensorRT folds these into the quantized weight at build time, as fold_constants
+    folds an fp32 weight's transpose: they are not work that makes a segment an engine."""
+    if node.op != "call_function" or depth < 0:
+        return False
+    inputs = node.all_input_nodes
+    if is_quantizer(node):
+        return all(a.op == "get_attr" for a in inputs)
+    computed = [a for a in inputs if a.op != "get_attr"]  # one chain: at most depth calls
+    return len(computed) == 1 and quantized_weight(computed[0], depth - 1)
+
+
 def quantizer_groups(calls: list[Node]) -> list[list[Node]]:
-    """Each op that reads quantizer outputs, with those quantizers (TensorRT fuses Q/DQ into
-    the op: a segment boundary between them would leave the pair without its consumer)."""
-    readers: dict[Node, list[Node]] = {}
+    """Each quantizer with the ops that read it (TensorRT fuses Q/DQ into the op: a segment
+    boundary between them would leave the pair without its consumer). A weight quantizer's
+    readers that compute from constants only (the weight's transpose in front of a matmul)
+    are followed on to the op that reads them with an activation: the quantized weight is
+    never computed in one segment and passed to another."""
+    if not any(map(is_quantizer, calls)):
+        return []
+    constant: set[Node] = set()
+    for node in calls:  # graph order: a node's inputs come first
+        if all(a.op == "get_attr" or a in constant for a in node.all_input_nodes):
+            constant.add(node)
+    groups = []
     for node in calls:
-        if is_quantizer(node):
-            for user in node.users:
-                readers.setdefault(user, []).append(node)
-    return [[*quantizers, user] for user, quantizers in readers.items()
-            if user.op == "call_function"]
+        if not is_quantizer(node):
+            continue
+        group, frontier, seen = [node], list(node.users), set()
+        while frontier:
+            user = frontier.pop()
+            if user in seen or user.op != "call_function":
+                continue
+            seen.add(user)
+            group.append(user)
+            if user in constant:
+                frontier.extend(user.users)
+        if len(group) > 1:
+            groups.append(group)
+    return groups
 
 
 def follow_readers(calls: list[Node], rejected: dict[Node, str]) -> None:

@@ -12,6 +12,7 @@ from typing import Any, Iterable
 import torch
 from torch import nn
 
+from . import attention as attention_sites
 from . import calibrate, ops
 
 PRECISIONS = {"int8": (8, 0), "fp8": (8, 4), "nvfp4": (4, 2)}
@@ -77,6 +78,12 @@ def _check(precision: str, algorithm: str, percentile: float) -> None:
         raise ValueError(f"quantize: percentile={percentile} must be in (0, 100]")
 
 
+def _skipped(skip: Iterable[str]):
+    """Whether a module name is in ``skip`` (a name or a prefix of it)."""
+    skip = tuple(skip)
+    return lambda name: any(name == s or name.startswith(s + ".") for s in skip)
+
+
 def _insert(model: nn.Module, precision: str, skip: Iterable[str]) -> list[str]:
     """Turn every Linear/Conv not named in ``skip`` (a name or a prefix) into its quantized
     class; returns the names of the quantized layers."""
@@ -119,19 +126,35 @@ def quantizers(model: nn.Module) -> dict[str, TensorQuantizer]:
 
 def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str = "int8",
              algorithm: str = "max", skip: Iterable[str] = (), percentile: float = 99.99,
-             progress: bool = True, inplace: bool = False) -> nn.Module:
+             progress: bool = True, inplace: bool = False, attention: bool = False
+             ) -> nn.Module:
     """Quantize ``model`` for ``precision`` ('int8', 'fp8', 'nvfp4'): quantizers on the input
     (per-tensor) and weight (INT8: per-channel along axis 0; FP8: per-tensor; NVFP4: blocks
     of 16, Linear layers with in_features % 16 == 0 only) of every Linear and Conv1d/2d/3d
     not named in ``skip``. Activation ``amax`` is
     calibrated with ``algorithm`` ('max', 'percentile', 'entropy') over ``calibration_data``
     (batches: a tensor, a tuple of positional inputs or a dict of keyword inputs); weight
-    ``amax`` is the weight's max. Returns an eval-mode copy (the model itself with
+    ``amax`` is the weight's max. ``attention``: also quantize both inputs of attention's
+    Q·Kᵀ and P·V (per tensor, INT8/FP8; a fused scaled_dot_product_attention runs as its
+    math, docs/quantization.md). Returns an eval-mode copy (the model itself with
     ``inplace``); ``model.quantization`` records what was done."""
     _check(precision, algorithm, percentile)
+    if attention and precision == "nvfp4":
+        raise ValueError("quantize: attention=True takes precision 'int8' or 'fp8' (NVFP4 "
+                         "quantizes the Linear layers' GEMMs only)")
     if not isinstance(model, nn.Module):
         raise TypeError(f"quantize: model must be a torch.nn.Module, got {type(model).__name__}")
     model = model if inplace else copy.deepcopy(model)
+    batches = list(calibration_data) if not hasattr(calibration_data, "__len__") \
+        else calibration_data
+    start, count, owners = time.perf_counter(), 0, []
+    if attention and len(batches):  # before the layers' quantizers (amax 0 until calibrated)
+        owners = attention_sites.insert(model.eval(), lambda: _call(model, next(iter(batches))),
+                                        lambda: TensorQuantizer(precision), _skipped(skip))
+        if not owners:
+            raise ValueError("quantize: attention=True, but the model calls no "
+                             "scaled_dot_product_attention and no softmax between two "
+                             "matmuls of activations")
     names = _insert(model.eval(), precision, skip)
     if not names:
         raise ValueError("quantize: the model has no Linear or Conv1d/2d/3d layer left to "
@@ -139,9 +162,6 @@ def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str =
     found = quantizers(model)
     for name, q in found.items():
         q.calibrator = calibrate.make(algorithm, q.axis, percentile)
-    start, count = time.perf_counter(), 0
-    batches = list(calibration_data) if not hasattr(calibration_data, "__len__") \
-        else calibration_data
     with torch.no_grad():
         for batch in (_progress(batches, len(batches)) if progress else batches):
             _call(model, batch)
@@ -154,5 +174,6 @@ def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str =
         q.amax = torch.zeros(()) if amax is None else amax.detach().float().clone()
     model.eval()
     model.quantization = {"precision": precision, "algorithm": algorithm, "layers": names,
+                          "attention": owners,
                           "batches": count, "seconds": time.perf_counter() - start}
     return model

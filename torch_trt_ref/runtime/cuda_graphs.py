@@ -12,10 +12,19 @@ another still needs. The pool is made anew once its last graph is gone (a pool w
 were all freed cannot take new captures: torch's allocator asserts). A
 signature whose capture fails (an op that synchronizes with the host, e.g. a size read from
 a tensor: a data-dependent shape) runs uncaptured from then on, with one warning. At most
-``cache_size()`` signatures per engine or module are kept (least recently used goes).
+the program's ``cache_size`` signatures per engine or module are kept (least recently used goes).
 
-Off on CPU inputs; ``set_cuda_graphs(False)`` (or ``TORCH_TRT_REF_CUDA_GRAPHS=0``) turns
-capture off, ``with cuda_graphs(False):`` for a block."""
+Off on CPU inputs. The setting is per program (Note [Graph settings]):
+``set_cuda_graphs(compiled, False)`` turns capture off for one compiled or loaded module
+(``cache_size=`` bounds its graphs), ``with cuda_graphs(False):`` for a block of code in this
+thread; ``TORCH_TRT_REF_CUDA_GRAPHS=0`` makes off the default of programs loaded or built
+from then on.
+
+Note [Graph settings]: each engine handle holds a ``GraphSettings`` made from
+``settings.default_cuda_graphs()`` when the handle is made (compile or load);
+``set_cuda_graphs(compiled, ...)`` gives all engines of a program, and ``whole_module`` of
+it, one shared object. Nothing process-wide is mutable. ``cuda_graphs(enabled)`` is a scoped
+override for the current thread, undone on leaving the block."""
 
 from __future__ import annotations
 
@@ -23,6 +32,7 @@ import contextlib
 import threading
 import warnings
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import torch
@@ -30,38 +40,72 @@ import torch.utils._pytree as pytree
 
 from ..settings import default_cuda_graphs
 
-_STATE = threading.local()
-_SETTING = default_cuda_graphs()
+_STATE = threading.local()  # outer: inside a whole-module capture; override: cuda_graphs()
 
 
-def set_cuda_graphs(enabled: bool, cache_size: int | None = None) -> None:
-    """Turn CUDA graph capture of engines and ``whole_module`` on or off (process-wide);
-    ``cache_size``: graphs kept per engine or module (>= 1)."""
+@dataclass
+class GraphSettings:
+    """One program's CUDA-graph setting (Note [Graph settings])."""
+
+    enabled: bool
+    cache_size: int
+
+    @classmethod
+    def default(cls) -> "GraphSettings":
+        return cls(**default_cuda_graphs())
+
+
+def set_cuda_graphs(compiled: torch.nn.Module, enabled: bool,
+                    cache_size: int | None = None) -> GraphSettings:
+    """Turn CUDA graph capture of the engines of ``compiled`` (a compiled or loaded module,
+    or ``whole_module`` of one) on or off; ``cache_size``: graphs kept per engine or module
+    (>= 1). Returns the program's settings, now shared by all its engines."""
     if cache_size is not None and cache_size < 1:
         raise ValueError(f"cache_size must be >= 1, got {cache_size}")
-    _SETTING["enabled"] = bool(enabled)
+    handles = [m.handle for m in compiled.modules() if hasattr(m, "handle")]
+    owners = [m for m in compiled.modules() if isinstance(m, CudaGraphModule)]
+    if not handles and not owners:
+        raise TypeError(f"set_cuda_graphs takes a compiled or loaded module, got "
+                        f"{type(compiled).__name__} (no engines)")
+    found = [x.graph_settings for x in [*owners, *handles]]
+    settings = found[0]
+    settings.enabled = bool(enabled)
     if cache_size is not None:
-        _SETTING["cache_size"] = cache_size
+        settings.cache_size = cache_size
+    caches = [owner._graphs for owner in owners]
+    for x in [*owners, *handles]:
+        x.graph_settings = settings
+        runner = getattr(x, "_reference", None)
+        if runner is not None:
+            caches.append(runner.graphs)
+    for cache in caches:
+        cache.settings = settings
+        cache.trim()  # a smaller cache_size frees the graphs over it now, not at a next miss
+    return settings
 
 
 @contextlib.contextmanager
 def cuda_graphs(enabled: bool):
-    """``with cuda_graphs(False):`` runs the block without capture (and with it: on)."""
-    before = _SETTING["enabled"]
-    _SETTING["enabled"] = bool(enabled)
+    """``with cuda_graphs(False):`` runs the block without capture, ``with
+    cuda_graphs(True):`` with it, whatever each program's setting; in this thread."""
+    before = getattr(_STATE, "override", None)
+    _STATE.override = bool(enabled)
     try:
         yield
     finally:
-        _SETTING["enabled"] = before
+        _STATE.override = before
 
 
-def graphs_enabled() -> bool:
-    """Whether engines capture now: the setting, and not inside a whole-module capture."""
-    return _SETTING["enabled"] and not getattr(_STATE, "outer", False)
+def _enabled(settings: GraphSettings) -> bool:
+    override = getattr(_STATE, "override", None)
+    return settings.enabled if override is None else override
 
 
-def cache_size() -> int:
-    return _SETTING["cache_size"]
+def graphs_enabled(settings: GraphSettings | None = None) -> bool:
+    """Whether engines of a program with ``settings`` (default: the environment's default)
+    capture now: the setting or a ``cuda_graphs`` block, and not inside a whole-module
+    capture."""
+    return _enabled(settings or GraphSettings.default()) and not getattr(_STATE, "outer", False)
 
 
 def signature(tensors: Sequence[torch.Tensor]) -> tuple:
@@ -95,8 +139,10 @@ class EngineGraphs:
     with a bounded cache and the uncaptured fallback (Note [Graph replay]). ``capture`` makes
     a replay from ``(fn, inputs)``: ``_Replay`` by default (tests pass their own)."""
 
-    def __init__(self, fn: Callable, name: str, capture: Callable = _Replay):
+    def __init__(self, fn: Callable, name: str, capture: Callable = _Replay,
+                 settings: GraphSettings | None = None):
         self.fn, self.name, self.capture = fn, name, capture
+        self.settings = settings or GraphSettings.default()
         self.replays: OrderedDict[tuple, Callable | None] = OrderedDict()
         self.warned = False
         self.pool = None  # the memory pool of this engine's graphs
@@ -104,6 +150,11 @@ class EngineGraphs:
     def clear(self) -> None:
         self.replays.clear()
         self.pool = None
+
+    def trim(self) -> None:
+        """Drop the least recently used graphs over ``settings.cache_size``."""
+        while len(self.replays) > self.settings.cache_size:
+            self.replays.popitem(last=False)
 
     def __call__(self, inputs: Sequence[torch.Tensor], key: tuple | None = None
                  ) -> list[torch.Tensor]:
@@ -115,8 +166,7 @@ class EngineGraphs:
         if replay is False:
             replay = self._capture(inputs)
             self.replays[key] = replay
-            while len(self.replays) > cache_size():
-                self.replays.popitem(last=False)
+            self.trim()
         else:
             self.replays.move_to_end(key)
         return self.fn(inputs) if replay is None else replay(inputs)
@@ -146,14 +196,17 @@ class CudaGraphModule(torch.nn.Module):
     def __init__(self, module: torch.nn.Module, capture: Callable = _Replay):
         super().__init__()
         self.module = module
-        self._graphs = EngineGraphs(self._flat, type(module).__name__, capture)
+        handles = [m.handle for m in module.modules() if hasattr(m, "handle")]
+        self.graph_settings = handles[0].graph_settings if handles else GraphSettings.default()
+        self._graphs = EngineGraphs(self._flat, type(module).__name__, capture,
+                                    self.graph_settings)
         self._specs: dict[tuple, tuple] = {}
 
     def forward(self, *args, **kwargs):
         leaves, in_spec = pytree.tree_flatten((args, kwargs))
         tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
         others = tuple(x for x in leaves if not isinstance(x, torch.Tensor))
-        if not _SETTING["enabled"] or not tensors or any(not t.is_cuda for t in tensors):
+        if not _enabled(self.graph_settings) or not tensors or any(not t.is_cuda for t in tensors):
             return self.module(*args, **kwargs)
         try:
             key = (in_spec, others, signature(tensors))

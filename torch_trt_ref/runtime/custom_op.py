@@ -25,6 +25,7 @@ from typing import Sequence
 import torch
 
 from .._trt import BACKEND, trt
+from .cuda_graphs import GraphSettings
 from .engine import Engine
 from .opaque import HAS_OPAQUE_HANDLES, CustomClassBase, register_handle_class
 
@@ -48,6 +49,7 @@ class EngineHandle(CustomClassBase):
         self.rules = rules
         self._trt = None  # the deserialized engine, made on the first TensorRT run
         self._reference = None  # the reference executor's prepared plan (replay.py)
+        self.graph_settings = GraphSettings.default()  # Note [Graph settings]
 
     def __repr__(self) -> str:
         return f"EngineHandle({self.name}, executor={self.executor})"
@@ -61,7 +63,8 @@ class EngineHandle(CustomClassBase):
     def to(self, device: torch.device) -> None:
         """Move the engine's weights to ``device`` once (``EngineModule.to``)."""
         if self._reference is None:
-            self._reference = ReferenceRunner(self.engine.snapshot, self.name)
+            self._reference = ReferenceRunner(self.engine.snapshot, self.name,
+                                              self.graph_settings)
         self._reference.to(device)
 
     def run(self, args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
@@ -84,7 +87,8 @@ class EngineHandle(CustomClassBase):
             outputs = self._trt(named)
         else:
             if self._reference is None:
-                self._reference = ReferenceRunner(engine.snapshot, self.name)
+                self._reference = ReferenceRunner(engine.snapshot, self.name,
+                                                  self.graph_settings)
             outputs = self._reference(named)
         self._check(outputs)
         return _unaliased(outputs, args)

@@ -51,7 +51,8 @@ def _quantize_supported(node: Node, settings) -> Optional[str]:
     amax = constant_value(args["amax"])
     if amax is None:
         return "amax is computed at run time; TensorRT needs a build-time scale"
-    if not bool((amax > 0).all()) or not bool(torch.isfinite(amax).all()):
+    if not bool(torch.isfinite(amax).all()) or not _zero_only_where_zero(
+            amax, constant_value(args["input"])):
         return "an amax of 0 (or inf/NaN) gives a scale TensorRT rejects (scales must be > 0)"
     axis = channel_axis(amax)
     if axis is None:
@@ -65,6 +66,17 @@ def _quantize_supported(node: Node, settings) -> Optional[str]:
     return None
 
 
+def _zero_only_where_zero(amax: torch.Tensor, weight: Optional[torch.Tensor]) -> bool:
+    """amax > 0 everywhere, or a constant input that is 0 wherever its amax is 0 (a
+    zero-initialized layer, or a zero channel, quantizes to 0 under any scale: the converter
+    gives those channels scale 1; TensorRT rejects a scale of 0)."""
+    if bool((amax > 0).all()):
+        return True
+    if weight is None or bool((amax < 0).any()):
+        return False
+    return bool((torch.where(amax == 0, weight, 0) == 0).all())
+
+
 # Note [Narrow range]: ModelOpt's INT8 quantizers use the narrow range [-127, 127] (its
 # default narrow_range=True), while TensorRT's IQuantizeLayer clamps INT8 to [-128, 127]: an
 # activation below -127.5 * scale would be -128 in the engine and -127 eagerly. The converter
@@ -75,6 +87,8 @@ def _quantize_supported(node: Node, settings) -> Optional[str]:
 def quantize(ctx, input, amax, num_bits, exponent_bits, unsigned, narrow_range):
     fmt = format_of(num_bits, exponent_bits)
     dtype = helpers.dtype_of(input)
+    if isinstance(input, torch.Tensor):  # channels of amax 0 hold only zeros (the validator)
+        amax = torch.where(amax > 0, amax, torch.ones_like(amax))
     scale = (amax.float() / MAX_VALUE[fmt]).to(dtype)
     axis = channel_axis(amax)
     scale = scale.reshape(()) if axis is None else scale.flatten()

@@ -12,6 +12,8 @@ checks every output. ``ReferenceRunner`` does the same work once:
     loop over that list with no name lookups or dict building;
   - each layer's outputs are checked against TensorRT's inferred shapes and dtypes on the
     first call with a given input signature (shapes and dtypes), not on every call;
+  - layers nothing reads are dropped, and torch's decomposed attention becomes one
+    ``F.scaled_dot_product_attention`` call (Note [Attention fusion], attention_fusion.py);
   - a product read only by a sum becomes one fused call (``_fuse_multiply_add``): a folded
     batch norm's scale and shift, a matrix product and its row bias (torch's linear).
 Networks with loops or conditionals keep ``run_snapshot`` (their regions branch on values),
@@ -24,8 +26,9 @@ from typing import Callable
 
 import torch
 
-from ..cuda_graphs import EngineGraphs, graphs_enabled
+from ..cuda_graphs import EngineGraphs, GraphSettings, graphs_enabled
 from ..snapshot import LayerRecord, NetworkSnapshot
+from .attention_fusion import fuse_attention
 from .executor import _check, layer_kind, run_snapshot
 from .layers.math_ops import matrix_multiply
 from .plan import Region, plan
@@ -82,8 +85,10 @@ class _Prepared:
             self.layers.append(layer)
         self.outputs = tuple(slot(name) for name in snapshot.outputs)
         self.size = len(slots) + 1
-        self.fast, self.fast_layers = _fuse_multiply_add(self.calls, self.layers,
-                                                         set(self.outputs))
+        outs = set(self.outputs)
+        calls, layers = fuse_attention(self.calls, self.layers, outs,
+                                       dict(zip(self.inputs, self.infos)))
+        self.fast, self.fast_layers = _fuse_multiply_add(calls, layers, outs)
 
     def run(self, inputs: list[torch.Tensor], check: bool) -> list[torch.Tensor]:
         values: list = [None] * self.size
@@ -127,7 +132,9 @@ def _matmul_bias(inputs, op0, op1):
             all(d == 1 for d in b.shape[:-2]):
         w = b.reshape(b.shape[-2:])
         rows = a.flatten(0, -2)  # not reshape(-1, k): ambiguous for k == 0 (linear, 0 features)
-        out = torch.addmm(bias.reshape(1, -1), rows, w.t() if op1 == "TRANSPOSE" else w)
+        # a 1-D bias, as F.linear passes it: on CUDA torch then adds it in cuBLASLt's GEMM
+        # epilogue; a (1, n) bias is first copied into every row of the output, a kernel more
+        out = torch.addmm(bias.reshape(-1), rows, w.t() if op1 == "TRANSPOSE" else w)
         return (out.reshape(*a.shape[:-1], out.shape[-1]),)
     (product,) = matrix_multiply([a, b], op0, op1)
     return (product + bias,)
@@ -176,7 +183,8 @@ class ReferenceRunner:
     """Runs one engine's snapshot on the reference executor (Note [Prepared replay]); on
     CUDA inputs, through a CUDA graph per input signature where ``cuda_graphs`` allows."""
 
-    def __init__(self, snapshot: NetworkSnapshot, name: str = "engine"):
+    def __init__(self, snapshot: NetworkSnapshot, name: str = "engine",
+                 graph_settings: GraphSettings | None = None):
         self.snapshot = snapshot
         self.name = name
         self.device = snapshot_device(snapshot)
@@ -184,7 +192,7 @@ class ReferenceRunner:
         flat = not any(isinstance(step, Region) for step in steps)
         self.prepared = _Prepared(snapshot, steps) if flat else None
         self.checked: set[tuple] = set()
-        self.graphs = EngineGraphs(self._eager, name)
+        self.graphs = EngineGraphs(self._eager, name, settings=graph_settings)
 
     def to(self, device: torch.device) -> None:
         """Move the weights to ``device`` (once; a no-op where they are)."""
@@ -200,7 +208,7 @@ class ReferenceRunner:
         device = inputs[0].device if inputs else self.device
         if device is not None and device != self.device:
             self.to(device)
-        if device is not None and device.type == "cuda" and graphs_enabled():
+        if device is not None and device.type == "cuda" and graphs_enabled(self.graphs.settings):
             return self.graphs(inputs)
         return self._eager(inputs)
 

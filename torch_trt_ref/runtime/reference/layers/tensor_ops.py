@@ -44,7 +44,7 @@ def shuffle(inputs, first_transpose, reshape_dims, second_transpose, zero_is_pla
     the input dim when zero_is_placeholder) -> transpose(second).
     https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/Shuffle.html"""
     x = inputs[0]
-    x = x.permute(trim(first_transpose, x.dim()))
+    x = _permuted(x, first_transpose)
     dims = None
     if len(inputs) > 1 and inputs[1] is not None:
         dims = [int(d) for d in inputs[1].tolist()]
@@ -54,7 +54,14 @@ def shuffle(inputs, first_transpose, reshape_dims, second_transpose, zero_is_pla
         if zero_is_placeholder:
             dims = [x.shape[i] if d == 0 else d for i, d in enumerate(dims)]
         x = x.reshape(dims)
-    return (x.permute(trim(second_transpose, x.dim())),)
+    return (_permuted(x, second_transpose),)
+
+
+def _permuted(x, perm):
+    """``x`` permuted by ``perm``'s first ``x.dim()`` entries (itself for the identity: one
+    view op fewer per call, two for most shuffles, which only reshape)."""
+    order = trim(perm, x.dim())
+    return x if order == list(range(x.dim())) else x.permute(order)
 
 
 def _axes(tensor, rank: int) -> list[int]:
