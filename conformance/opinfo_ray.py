@@ -1,36 +1,26 @@
 """The OpInfo conformance set on Ray: the cells of one OpInfo are one Ray task (samples are
 made once per OpInfo, as in the local pool), on a local Ray instance or an existing cluster.
 A task whose worker dies yields a "harness_error" outcome for each of its cells; the report
-and the verdicts are the local run's. Ray is optional (the [ray] extra); only this module
-of the conformance package imports it."""
+and the verdicts are the local run's. Ray is optional (the [ray] extra); Ray is started, and
+imported, by the zoo's ray_runner."""
 
 from __future__ import annotations
 
 import json
-import os
 import time
-from pathlib import Path
+
+from zoo import ray_runner
 
 from .opinfo import CellKey, Outcome
-
-INSTALL_HINT = ('--ray needs Ray, which is not installed: pip install -e ".[ray]" '
-                '(or pip install "ray[default]")')
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_groups_on_ray(groups: list[list[CellKey]], run_op, progress: str | None,
                       address: str | None = None) -> dict[str, dict]:
     """``run_op(keys) -> [(cell id, outcome json)]`` for every group, as Ray tasks; each
     finished group is appended to ``progress`` (JSON lines) as it comes."""
-    try:
-        import ray
-        from ray.exceptions import RayError
-    except ImportError:
-        raise ValueError(INSTALL_HINT) from None
-    env = {"PYTHONPATH": os.pathsep.join([str(REPO_ROOT)] + [
-        p for p in [os.environ.get("PYTHONPATH")] if p])}
-    ray.init(address=address, runtime_env={"env_vars": env}, log_to_driver=False,
-             **({} if address else {"include_dashboard": False}))
+    ray = ray_runner.start(address)  # a clear error saying how to install Ray when it is missing
+    from ray.exceptions import RayError
+
     try:
         task = ray.remote(num_cpus=1, max_retries=0)(run_op)
         pending = {task.remote(keys): keys for keys in groups}

@@ -5,6 +5,7 @@ confirmation of suspects, and the history commands (perf/dashboard.py)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -13,13 +14,13 @@ from pathlib import Path
 
 from . import gate as rules
 from . import history, noise, suites
-from .confirm import base_checkout, confirm_group
+from .confirm import base_checkout
 from .dashboard import add_history_subcommand
+from .gating import confirm_run, screen_run
 from .runner import (
     LOAD_LIMIT_PER_CORE,
     MAX_WAIT,
     as_records,
-    grouped,
     header,
     revision,
     run_suite,
@@ -80,49 +81,45 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> 
     annotations = history.load_annotations(args.history)
     started = time.monotonic()
     load_start, _ = wait_for_quiet(args.max_wait, args.load_limit)
-    confirmed: list[rules.Confirmation] = []
-    with pool_factory(None, args.log) as pool:
-        current = run_suite(suite, pool, args.processes)
-        rows = rules.screen(current, runs, calibration, annotations)
-        drift = rules.machine_drift(rows)
-        if drift:
-            out(f"machine drift: the canary and most time series moved x{drift:.2f}; time "
-                "series are screened relative to the canary")
-            rows = rules.screen(current, runs, calibration, annotations, drift)
-        exact = [r for r in rows if r.verdict == "REGRESSED"]
-        for row in exact:
-            out(rules.exact_line(row))
-        chosen = rules.suspects(rows, args.max_suspects)
-        for row in chosen:
-            out(f"suspect {row.name}: x{row.ratio:.3f} vs history median, {row.z:.1f} "
-                f"spreads ({row.spread.source} spread {row.spread.value:.3f})")
-        moved = sorted((r for r in rows if r.spread and r.verdict != "suspect"),
-                       key=lambda r: -r.z)[:3]
-        out("largest moves not suspect: " + ", ".join(
-            f"{r.name} x{r.ratio:.2f} ({r.z:.1f} spreads)" for r in moved))
-        unstable = [r.name for r in rows if r.verdict == "unstable"]
-        if unstable:
-            out(f"unstable (spread > {noise.UNSTABLE}, shown, not gated): {', '.join(unstable)}")
+    with pool_factory(None, args.log) as pool, contextlib.ExitStack() as stack:
+        run = screen_run(suite, pool, runs, calibration, annotations, args.processes)
+        _print_screen(run, args.max_suspects, out)
+        base = args.base or runs[-1].commit
+        chosen = rules.suspects(run.rows, args.max_suspects)
         if chosen:
-            base = args.base or runs[-1].commit
             out(f"confirming {len(chosen)} suspects A/B against {base[:10]} (ABBA, "
                 f"{args.ab_each or rules.AB_EACH} processes a side for compiles, "
                 f"{args.ab_each or rules.CHEAP_AB_EACH} for micro-benchmarks)")
-            try:
-                with checkout(base) as tree, pool_factory(tree, args.log) as base_pool:
-                    for group, names in grouped([r.name for r in chosen]).items():
-                        each = args.ab_each or rules.ab_each(group)
-                        for c in confirm_group(group, names, pool, base_pool, each):
-                            out(c.line())
-                            if c.regressed:
-                                confirmed.append(c)
-            except ValueError as err:
-                out(f"WARNING: {len(chosen)} suspects left unconfirmed: {err}")
-    canary = next((r.ratio for r in rows if r.name == rules.CANARY_SERIES), None)
-    out(rules.summary(rows, len(chosen) + len(exact), len(confirmed) + len(exact), canary,
-                      (load_start[0], os.getloadavg()[0])))
+
+        def base_pool():
+            return stack.enter_context(pool_factory(stack.enter_context(checkout(base)),
+                                                    args.log))
+
+        confirm_run(run, pool, base_pool, args.max_suspects, args.ab_each, out=out)
+    if run.unconfirmed:
+        out(f"WARNING: {len(run.chosen)} suspects left unconfirmed: {run.unconfirmed}")
+    out(rules.summary(run.rows, len(run.chosen) + len(run.exact), len(run.regressed),
+                      run.canary, (load_start[0], os.getloadavg()[0])))
     out(f"gate time {time.monotonic() - started:.0f} s")
-    return 1 if exact or confirmed else 0
+    return 1 if run.regressed else 0
+
+
+def _print_screen(run, max_suspects: int, out) -> None:
+    if run.drift:
+        out(f"machine drift: the canary and most time series moved x{run.drift:.2f}; time "
+            "series are screened relative to the canary")
+    for row in run.exact:
+        out(rules.exact_line(row))
+    for row in rules.suspects(run.rows, max_suspects):
+        out(f"suspect {row.name}: x{row.ratio:.3f} vs history median, {row.z:.1f} "
+            f"spreads ({row.spread.source} spread {row.spread.value:.3f})")
+    moved = sorted((r for r in run.rows if r.spread and r.verdict != "suspect"),
+                   key=lambda r: -r.z)[:3]
+    out("largest moves not suspect: " + ", ".join(
+        f"{r.name} x{r.ratio:.2f} ({r.z:.1f} spreads)" for r in moved))
+    unstable = [r.name for r in run.rows if r.verdict == "unstable"]
+    if unstable:
+        out(f"unstable (spread > {noise.UNSTABLE}, shown, not gated): {', '.join(unstable)}")
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -47,8 +47,9 @@ def wait_for_quiet(max_wait: float = MAX_WAIT, limit: float | None = None,
 
 def run_suite(suite: Suite, pool: Pool, processes: int | None = None,
               groups: list[str] | None = None,
-              inject: dict | None = None) -> dict[str, history.Series]:
-    """Every group of ``suite`` (or ``groups``) measured in ``processes`` fresh processes."""
+              inject: dict[str, dict] | None = None) -> dict[str, history.Series]:
+    """Every group of ``suite`` (or ``groups``) measured in ``processes`` fresh processes;
+    ``inject`` maps a group to its test-only slowdown (perf/inject.py)."""
     groups = groups or suite.groups(pool.families() if suite.families else [])
     processes = processes or suite.processes
     series: dict[str, history.Series] = {}
@@ -58,7 +59,7 @@ def run_suite(suite: Suite, pool: Pool, processes: int | None = None,
             if i % 10 == 1 or i == len(groups):
                 say(f"process round {rep + 1}/{processes}: {group} ({i}/{len(groups)}, "
                     f"{time.monotonic() - start:.0f} s)")
-            for name, v in pool.measure(group, inject).items():
+            for name, v in pool.measure(group, (inject or {}).get(group)).items():
                 s = series.setdefault(name, history.Series(name, v["unit"], v["type"]))
                 s.samples.append(v["value"])
     return series

@@ -1,15 +1,17 @@
-"""Sensitivity of the gate (issue 23, "What it must show"), run where REGRESSED is decided:
-the confirmation step, A (this tree, with a test-only slowdown from perf/inject.py) against
-B (HEAD checked out as a git worktree, nothing injected), ABBA, 6 processes each.
+"""Sensitivity of the whole gate (issue 23, "What it must show"): each trial is one complete
+``perf gate`` run (the quick suite measured on this tree, screened against perf/history,
+suspects confirmed A/B against HEAD checked out as a git worktree) with three test-only
+slowdowns from perf/inject.py, each in its own group, so one trial tests all three:
 
-- family: converter family FAMILY made 20% slower; controls: family CONTROL, unchanged;
-- compile: the whole compile() of MODEL made 30% slower (series cpu/total); the group's
-  other noisy series (CPU per phase, peak RSS, latency) are unchanged: controls;
-- unsupported: OP made unsupported in MODEL2; the exact path (work counters screened
-  against perf/history) must flag it every time.
+- family: converter family FAMILY made 20% slower (series family/FAMILY/cpu);
+- compile: the whole compile() of MODEL made 30% slower (series compile/MODEL/cpu/total);
+- unsupported: OP made unsupported in MODEL2 (its work counters, the exact path).
 
-Writes perf/results/sensitivity.json with every trial's samples; tests/test_perf_gate.py
-re-judges them (the verdict rule end to end on recorded samples with known answers)."""
+The groups are measured in separate fresh processes, so one injection cannot reach another
+group's series. Every series outside the three injected groups is a control, and so are the
+injected groups' series that the injection does not touch (the compile's per-phase CPU,
+peak RSS, latency). Writes perf/results/sensitivity.json (every trial's screen and every
+confirmation's samples); tests/test_perf_gate.py re-judges them and checks the rates."""
 
 from __future__ import annotations
 
@@ -20,22 +22,41 @@ import sys
 import time
 from pathlib import Path
 
-from . import gate, history
-from .confirm import base_checkout, confirm_group
+from . import gate, history, noise, suites
+from .confirm import base_checkout
+from .gating import confirm_run, screen_run
 from .runner import say
 from .worker import ROOT, Pool
 
 OUT = ROOT / "perf" / "results" / "sensitivity.json"
 
 
-def _trial(group, names, pool_a, pool_b, inject, each):
-    load = os.getloadavg()[0]
-    start = time.monotonic()
-    found = confirm_group(group, names, pool_a, pool_b, each or gate.ab_each(group), inject)
-    return {"group": group, "inject": inject, "load_start": load,
-            "load_end": os.getloadavg()[0], "seconds": round(time.monotonic() - start, 1),
-            "series": {c.name: {"type": c.type, "a": c.a, "b": c.b, "pvalue": c.pvalue,
-                                "ratio": c.ratio, "regressed": c.regressed} for c in found}}
+def injections(args) -> dict[str, dict]:
+    """The test-only slowdown of each injected group."""
+    return {f"family:{args.family}": {"family": args.family, "slower": 0.2},
+            f"compile:{args.model}": {"compile_slower": 0.3},
+            f"compile:{args.model2}": {"unsupported": args.op}}
+
+
+def targets(args) -> dict[str, str]:
+    """Scenario -> the series (or, for the exact path, the series prefix) it must flag."""
+    return {"family": f"family/{args.family}/cpu",
+            "compile": f"compile/{args.model}/cpu/total",
+            "unsupported": f"compile/{args.model2}/count/"}
+
+
+def _trial(run, load_start: float, seconds: float) -> dict:
+    return {"load_start": load_start, "load_end": os.getloadavg()[0],
+            "seconds": round(seconds, 1), "drift": run.drift, "canary": run.canary,
+            "screen": {r.name: {"verdict": r.verdict, "ratio": r.ratio, "z": round(r.z, 3),
+                                "spread": r.spread.value if r.spread else None}
+                       for r in run.rows},
+            "suspects": [r.name for r in run.chosen], "unconfirmed": run.unconfirmed,
+            "confirmations": {c.name: {"type": c.type, "a": c.a, "b": c.b,
+                                       "pvalue": c.pvalue, "ratio": c.ratio,
+                                       "regressed": c.regressed}
+                              for c in run.confirmations},
+            "regressed": run.regressed}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,71 +64,59 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--trials", type=int, default=20)
     p.add_argument("--family", default="elementwise")
-    p.add_argument("--control", default="unary")
     p.add_argument("--model", default="lgamma_graph")
     p.add_argument("--model2", default="unconvertible")
     p.add_argument("--op", default="aten.relu.default")
-    p.add_argument("--each", type=int, default=None,
-                   help="processes per side (default gate.ab_each of the group)")
     p.add_argument("--out", type=Path, default=OUT)
-    p.add_argument("--only", nargs="*", default=["family", "compile", "unsupported"])
     args = p.parse_args(argv)
-    results: dict = {"params": {**vars(args), "out": str(args.out), **gate.PARAMS},
-                     "experiments": {}}
-    runs = history.load_runs(suite="quick")
+    suite = suites.suite("quick")
+    runs = history.load_runs(suite=suite.name)
+    calibration = noise.load_calibration()
+    annotations = history.load_annotations()
+    inject = injections(args)
+    results: dict = {"params": {**{k: v for k, v in vars(args).items() if k != "out"},
+                                "injections": inject, "targets": targets(args),
+                                "history_runs": len(runs), **gate.PARAMS},
+                     "trials": []}
     started = time.monotonic()
-    with Pool(log=Path("/tmp/perf-sensitivity.log")) as pool_a, \
-            base_checkout("HEAD") as tree, Pool(tree) as pool_b:
-        fam = {"family": args.family, "slower": 0.2}
-        comp = {"compile_slower": 0.3}
-        series = [f"compile/{args.model}/{s}" for s in
-                  ("cpu/total", "cpu/capture", "cpu/lowering", "cpu/partition",
-                   "cpu/conversion", "cpu/build", "rss/peak", "latency")]
-        for name in args.only:
-            trials = []
-            for i in range(args.trials):
-                say(f"{name}: trial {i + 1}/{args.trials} ({time.monotonic() - started:.0f} s)")
-                if name == "family":
-                    trials.append([
-                        _trial(f"family:{args.family}", [f"family/{args.family}/cpu"],
-                               pool_a, pool_b, fam, args.each),
-                        _trial(f"family:{args.control}", [f"family/{args.control}/cpu"],
-                               pool_a, pool_b, None, args.each)])
-                elif name == "compile":
-                    trials.append([_trial(f"compile:{args.model}", series, pool_a, pool_b,
-                                          comp, args.each)])
-                else:
-                    measured = pool_a.measure(f"compile:{args.model2}", {"unsupported": args.op})
-                    current = {n: history.Series(n, v["unit"], v["type"], [v["value"]])
-                               for n, v in measured.items() if v["type"] == "count"}
-                    rows = gate.screen(current, runs)
-                    trials.append({"regressed": [r.name for r in rows
-                                                 if r.verdict == "REGRESSED"]})
-                results["experiments"][name] = trials  # written after every trial
-                results["seconds"] = round(time.monotonic() - started)
-                args.out.parent.mkdir(parents=True, exist_ok=True)
-                args.out.write_text(json.dumps(results, indent=1) + "\n")
-    results["seconds"] = round(time.monotonic() - started)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    with Pool(log=Path("/tmp/perf-sensitivity.log")) as pool, \
+            base_checkout("HEAD") as tree, Pool(tree) as base:
+        for i in range(args.trials):
+            say(f"trial {i + 1}/{args.trials} ({time.monotonic() - started:.0f} s)")
+            load, t0 = os.getloadavg()[0], time.monotonic()
+            run = screen_run(suite, pool, runs, calibration, annotations, inject=inject)
+            confirm_run(run, pool, lambda: base, gate.MAX_SUSPECTS, inject=inject, out=say)
+            results["trials"].append(_trial(run, load, time.monotonic() - t0))
+            results["seconds"] = round(time.monotonic() - started)
+            args.out.parent.mkdir(parents=True, exist_ok=True)  # written after every trial
+            args.out.write_text(json.dumps(results, indent=1) + "\n")
     print(json.dumps(summarize(results), indent=1))
     return 0
 
 
 def summarize(results: dict) -> dict:
-    """Per experiment: trials, how often the injected series and each control regressed."""
-    out = {}
-    for name, trials in results["experiments"].items():
-        if name == "unsupported":
-            out[name] = {"trials": len(trials), "flagged": sum(bool(t["regressed"])
-                                                               for t in trials)}
-            continue
-        counts: dict[str, int] = {}
-        for trial in trials:
-            for part in trial:
-                for series, verdict in part["series"].items():
-                    counts[series] = counts.get(series, 0) + bool(verdict["regressed"])
-        out[name] = {"trials": len(trials), "regressed": counts}
-    return out
+    """Per scenario, the trials whose gate run called its target REGRESSED; per control
+    series, how many trials called it REGRESSED (only those that ever were)."""
+    goals = results["params"]["targets"]
+    hit = {name: sum(any(s.startswith(goals[name]) if name == "unsupported"
+                         else s == goals[name] for s in t["regressed"])
+                     for t in results["trials"]) for name in goals}
+    controls: dict[str, int] = {}
+    for t in results["trials"]:
+        for s in t["regressed"]:
+            if not is_target(s, goals):
+                controls[s] = controls.get(s, 0) + 1
+    return {"trials": len(results["trials"]), "flagged": hit, "controls_regressed": controls,
+            "seconds": results.get("seconds")}
+
+
+def is_target(series: str, goals: dict[str, str]) -> bool:
+    """Whether ``series`` is what an injection aims at: the two slowed-down series, or
+    any series of the group with the unsupported op (its counts, and the times and memory
+    of a compile that now has a different partition)."""
+    unsupported_group = goals["unsupported"].rsplit("/", 2)[0] + "/"
+    return series in (goals["family"], goals["compile"]) or series.startswith(
+        unsupported_group)
 
 
 if __name__ == "__main__":

@@ -18,13 +18,14 @@ import tempfile
 import traceback
 from pathlib import Path
 
-from . import measure
 from .suites import server_kind
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def _child(group: str, prepared: dict, spec: dict | None, fd: int) -> None:
+    from . import measure  # imported by the server before it forks: no cost here
+
     try:
         reply = {"group": group, "series": measure.measure(group, prepared, spec)}
     except Exception as err:  # noqa: BLE001  (reported to the client)
@@ -65,6 +66,7 @@ def serve(kind: str) -> None:
     torch.set_num_threads(1)
     import torch_trt_ref  # noqa: F401  (imported once, before every fork)
 
+    from . import measure
 
     prepared: dict = {}
     if kind == "families":

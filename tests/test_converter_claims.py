@@ -26,6 +26,16 @@ def _compiled_fully(fn, *xs):
         torch.testing.assert_close(got, want)
 
 
+@pytest.mark.parametrize("shape,index", [((5, 0), [0, 2, 0]), ((5, 0, 3), [1, 1]),
+                                         ((5, 2), []), ((5, 2), [4, 0, 4])])
+def test_accumulating_index_put_with_zero_sizes_converts(shape, index):
+    """index_put(accumulate=True) where a kept dim or the index is empty (a -1 reshape was
+    ambiguous there: "Could not get tensor shape", then a fallback)."""
+    x, i = torch.randn(shape), torch.tensor(index, dtype=torch.int64)
+    v = torch.randn(len(index), *shape[1:])
+    _compiled_fully(lambda x, i, v: aten.index_put(x, (i,), v, True), x, i, v)
+
+
 def test_eval_dropout_of_a_constant_converts():
     constant = torch.randn(1, 3)
     _compiled_fully(lambda: aten.native_dropout(constant, 0.3, False))

@@ -43,6 +43,12 @@ def new_run_id() -> str:
     return f"{datetime.now(timezone.utc):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
 
 
+def worker_pythonpath() -> str:
+    """``PYTHONPATH`` for a cell's worker process (a subprocess here or a Ray worker): the
+    project root first, so the worker imports this checkout, then the driver's own."""
+    return os.pathsep.join([str(REPO_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])
+
+
 def run_in_subprocess(cell: Cell, timeout: float = DEFAULT_TIMEOUT,
                       measure: dict[str, Any] | None = None) -> dict[str, Any]:
     """Run ``python -m zoo.cell`` for one cell; a timeout or a crash becomes a record with
@@ -55,8 +61,7 @@ def run_in_subprocess(cell: Cell, timeout: float = DEFAULT_TIMEOUT,
         for flag in ("warmup", "runs", "max_seconds"):
             if flag in measure:
                 cmd += [f"--{flag.replace('_', '-')}", str(measure[flag])]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(REPO_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}
+        env = {**os.environ, "PYTHONPATH": worker_pythonpath()}
         try:
             proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True,
                                   timeout=timeout)

@@ -6,7 +6,8 @@ monitor) becomes that cell's ``crashed`` record, a cell past its timeout is canc
 becomes ``timeout``, and the sweep goes on. Each task asks for CPUs and for memory estimated
 from the model's weight bytes, so the scheduler does not pack two big compiles on one small
 node. Results arrive in any order; the driver writes them in the matrix order. Ray is an
-optional dependency (``pip install -e ".[ray]"``): only this module imports it."""
+optional dependency (``pip install -e ".[ray]"``): only this module imports it (the
+OpInfo sweep on Ray starts it through ``start``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Sequence
 
-from .harness import REPO_ROOT, failed_record, new_run_id
+from .harness import failed_record, new_run_id, worker_pythonpath
 from .matrix import Cell
 from .schema import write_record
 
@@ -86,8 +87,7 @@ def start(address: str | None, num_cpus: int | None = None):
     """Connect to ``address`` (``auto``, ``ray://host:10001``) or start a local instance
     (``num_cpus`` CPUs, default all); the project root is on the workers' ``PYTHONPATH``."""
     ray = import_ray()
-    runtime_env = {"env_vars": {"PYTHONPATH": os.pathsep.join(
-        [str(REPO_ROOT)] + [p for p in [os.environ.get("PYTHONPATH")] if p])}}
+    runtime_env = {"env_vars": {"PYTHONPATH": worker_pythonpath()}}
     if address:
         ray.init(address=address, runtime_env=runtime_env, log_to_driver=False)
     else:

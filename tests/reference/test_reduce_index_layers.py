@@ -156,6 +156,42 @@ def test_scatter_nd_slices():
     assert out.tolist() == [[0.0, 0.0, 0.0], [7.0, 8.0, 9.0]]
 
 
+@pytest.mark.parametrize("data_shape,index_shape", [
+    ((2, 3), (2, 1)), ((2, 0), (2, 1)), ((0, 3), (0, 1)), ((2, 3), (0, 2)),
+    ((2, 3), (1, 0)), ((2, 3), (0, 0)), ((3, 0, 2), (2, 1)), ((4, 3), (2, 2, 1))])
+def test_scatter_nd_zero_sizes_match_onnx_reference(data_shape, index_shape):
+    """ScatterND with zero-size data, indices or slices (and empty index tuples) against
+    the ONNX reference implementation (onnx.reference, not ours); indices are distinct."""
+    from onnx import helper
+    from onnx.reference import ReferenceEvaluator
+
+    k, n = index_shape[-1], math.prod(index_shape[:-1])
+    flat = torch.randperm(math.prod(data_shape[:k]) or 1)[:n] if k else torch.zeros(n)
+    tuples = [torch.tensor(divmod_all(int(i), data_shape[:k])) for i in flat]
+    indices = (torch.stack(tuples) if tuples else torch.zeros(0, k)).long()
+    indices = indices.reshape(*index_shape)
+    data = torch.randn(data_shape)
+    updates = torch.randn(*index_shape[:-1], *data_shape[k:])
+    node = helper.make_node("ScatterND", ["d", "i", "u"], ["o"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(x, 0, None)
+                                            for x in "diu"],
+                              [helper.make_tensor_value_info("o", 0, None)])
+    expected = ReferenceEvaluator(helper.make_model(graph)).run(
+        None, {"d": data.numpy(), "i": indices.numpy(), "u": updates.numpy()})[0]
+    (out,) = run("SCATTER", [data, indices, updates], mode="ND", axis=0)
+    assert out.shape == expected.shape
+    assert torch.equal(out, torch.from_numpy(expected))
+
+
+def divmod_all(flat: int, shape) -> list[int]:
+    """The multi-index of ``flat`` in ``shape`` (row-major)."""
+    out = []
+    for size in reversed(shape):
+        flat, r = divmod(flat, size)
+        out.append(r)
+    return out[::-1]
+
+
 def test_scatter_nd_elements():
     # full index tuples (0, 2) and (1, 0) write single elements 5 and 6.
     (out,) = run("SCATTER", [torch.zeros(2, 3), t([[0, 2], [1, 0]], torch.int64), t([5.0, 6.0])],

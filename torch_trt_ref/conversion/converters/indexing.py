@@ -166,6 +166,8 @@ def _accumulate_put(ctx, input, layout, updates):
     do it; it is a masked sum over the index positions (B flattened to one dim)."""
     (p,) = layout.positions
     rest = [layout.dims[d] for d in layout.rest]
+    if 0 in rest or 0 in layout.indices[0].shape:  # nothing to add; and a -1 below would be
+        return helpers.identity(ctx, input)  # ambiguous with a zero-size dim
     flat = D.reshape(ctx, updates, [-1] + rest)  # [m, rest]
     index = D.reshape(ctx, layout.indices[0], [-1] + [1] * len(rest))
     total = scatter_reduce_sum(ctx, index, flat, layout.dims[p], 0)  # [n, rest]

@@ -3,6 +3,8 @@ modes), non-zero, one-hot and reverse-sequence."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..registry import reference_layer
@@ -23,12 +25,15 @@ def scatter(inputs, mode, axis):
     if mode == "ELEMENT":
         indices = wrap_indices(indices, data.shape[axis], "scatter")
         return (out.scatter_(axis, indices, updates),)
-    k = indices.shape[-1]
-    tuples = indices.reshape(-1, k)
-    if k:
-        tuples = torch.stack([wrap_indices(tuples[:, d], data.shape[d], "scatter ND")
-                              for d in range(k)], -1)
-    out[tuple(tuples.t())] = updates.reshape(-1, *data.shape[k:])
+    # sizes spelled out, never -1: with a zero-size dim a -1 is ambiguous and torch refuses
+    k, n = indices.shape[-1], math.prod(indices.shape[:-1])
+    slices = updates.reshape(n, *data.shape[k:])
+    if k == 0:  # each empty index tuple names the whole tensor: the last update wins
+        return (slices[-1].clone() if n else out,)
+    tuples = indices.reshape(n, k)
+    tuples = torch.stack([wrap_indices(tuples[:, d], data.shape[d], "scatter ND")
+                          for d in range(k)], -1)
+    out[tuple(tuples.t())] = slices
     return (out,)
 
 

@@ -1,0 +1,76 @@
+"""One run of the regression gate, as ``perf gate`` and perf/sensitivity.py both use it:
+measure the suite on the working tree, screen every series against history, then confirm
+the suspects A/B against the base (perf/confirm.py). Printing and exit codes stay in
+perf/cli.py; test-only slowdowns (perf/inject.py) come in per group."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from . import gate as rules
+from . import history
+from .confirm import confirm_group
+from .runner import grouped, run_suite
+from .suites import Suite
+
+
+@dataclass
+class GateRun:
+    """What one gate run found."""
+
+    rows: list[rules.Screened]
+    drift: float | None = None
+    chosen: list[rules.Screened] = field(default_factory=list)  # suspects confirmed A/B
+    confirmations: list[rules.Confirmation] = field(default_factory=list)
+    unconfirmed: str | None = None  # why the suspects could not be confirmed
+
+    @property
+    def exact(self) -> list[rules.Screened]:
+        return [r for r in self.rows if r.verdict == "REGRESSED"]
+
+    @property
+    def confirmed(self) -> list[rules.Confirmation]:
+        return [c for c in self.confirmations if c.regressed]
+
+    @property
+    def regressed(self) -> list[str]:
+        """Every series this run calls REGRESSED: exact ones, then confirmed ones."""
+        return [r.name for r in self.exact] + [c.name for c in self.confirmed]
+
+    @property
+    def canary(self) -> float | None:
+        return next((r.ratio for r in self.rows if r.name == rules.CANARY_SERIES), None)
+
+
+def screen_run(suite: Suite, pool, runs: list[history.Run], calibration: dict | None,
+               annotations: list[dict], processes: int | None = None,
+               inject: dict[str, dict] | None = None) -> GateRun:
+    """Measure ``suite`` on ``pool`` (``inject``: a test-only slowdown per group) and screen
+    it against ``runs``, relative to the canary when the machine drifted."""
+    current = run_suite(suite, pool, processes, inject=inject)
+    rows = rules.screen(current, runs, calibration, annotations)
+    drift = rules.machine_drift(rows)
+    if drift:
+        rows = rules.screen(current, runs, calibration, annotations, drift)
+    return GateRun(rows, drift)
+
+
+def confirm_run(run: GateRun, pool, base_pool: Callable[[], object], max_suspects: int,
+                ab_each: int | None = None, inject: dict[str, dict] | None = None,
+                out: Callable[[str], None] = lambda line: None) -> GateRun:
+    """Confirm ``run``'s suspects (at most ``max_suspects``, furthest first) against the
+    pool ``base_pool()`` opens on first use; ``out`` gets each confirmation's line."""
+    run.chosen = rules.suspects(run.rows, max_suspects)
+    if not run.chosen:
+        return run
+    try:
+        base = base_pool()
+        for group, names in grouped([r.name for r in run.chosen]).items():
+            each = ab_each or rules.ab_each(group)
+            for c in confirm_group(group, names, pool, base, each, (inject or {}).get(group)):
+                out(c.line())
+                run.confirmations.append(c)
+    except ValueError as err:
+        run.unconfirmed = str(err)
+    return run
