@@ -30,8 +30,8 @@ MIN_DEVIATIONS = 15  # fewer recorded runs than this: too little noise to redraw
 def recorded_deviations(runs: list[history.Run], trials: list[dict] | None = None,
                         skip=lambda name: False) -> dict[str, list[float]]:
     """Per gated series, log deviations of each quiet run's statistic from the median of
-    its commit's runs, plus the log ratio each sensitivity trial screened (``skip``: the
-    series an injection touched)."""
+    its commit's runs, and of the log ratio each sensitivity trial screened from the median
+    of the trials (one commit; ``skip``: the series an injection touched)."""
     by_commit: dict[tuple[str, str], list[float]] = {}
     for run in runs:
         if run.loaded:
@@ -39,15 +39,16 @@ def recorded_deviations(runs: list[history.Run], trials: list[dict] | None = Non
         for name, s in run.series.items():
             if s.type in MIN_EFFECT and name != CANARY_SERIES and s.statistic() > 0:
                 by_commit.setdefault((name, run.commit), []).append(math.log(s.statistic()))
+    measured = {name for name, _ in by_commit}
+    for trial in trials or []:  # one commit: their own group, whatever their baseline was
+        for name, row in trial["screen"].items():
+            if name in measured and row["ratio"] and not skip(name):
+                by_commit.setdefault((name, "trials"), []).append(math.log(row["ratio"]))
     out: dict[str, list[float]] = {}
     for (name, _), logs in by_commit.items():
         if len(logs) >= 3:
             m = statistics.median(logs)
             out.setdefault(name, []).extend(v - m for v in logs)
-    for trial in trials or []:
-        for name, row in trial["screen"].items():
-            if name in out and row["ratio"] and not skip(name):
-                out[name].append(math.log(row["ratio"]))
     return {n: v for n, v in out.items() if len(v) >= MIN_DEVIATIONS}
 
 

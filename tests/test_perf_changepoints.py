@@ -2,6 +2,7 @@
 (Hunter's successor), the ruptures library on synthetic steps, and the detection / false-alarm
 rates issue 23 asks for on seeded replays."""
 
+import functools
 import json
 import math
 from dataclasses import replace
@@ -11,6 +12,7 @@ import numpy as np
 import pytest
 import ruptures
 
+from perf import history, replays
 from perf.changepoints import (
     DEFAULT,
     HUNTER,
@@ -158,3 +160,37 @@ def test_exact_series_change_at_any_difference():
 def test_bad_input_is_named():
     with pytest.raises(ValueError, match="finite"):
         change_points([1.0, float("nan"), 2.0])
+
+
+@functools.lru_cache(maxsize=1)
+def _recorded_rates() -> dict[str, dict]:
+    """perf.replays on what this repository recorded: quiet history since the machine
+    annotation, and the sensitivity trials' control series."""
+    runs = replays.since_machine_change(history.load_runs(suite="quick"),
+                                        history.load_annotations())
+    trials = json.loads((replays.RESULTS / "sensitivity.json").read_text())
+    return replays.all_rates(runs, trials)
+
+
+# TensorRT's build phase: its CPU time varies ~8% from process to process (the builder's
+# own threads), about half a 15% step, so 40 points cannot place that step reliably
+NOISY_BUILD = ("compile/bert_2layer/cpu/build", "compile/resnet18/cpu/build")
+
+
+def test_steps_in_recorded_noise_are_found_and_pure_noise_gives_none():
+    """Issue 23's replay rule on recorded series: each gated series' run-to-run noise as
+    this machine recorded it, redrawn into 100 seeded 40-point series; a 15% step at point
+    25 is found (one change, within 2 points) in >= 95 of them, and none of the 100
+    without a step shows a change."""
+    rates = _recorded_rates()
+    assert len(rates) >= 40, sorted(rates)
+    missed = {n: r for n, r in rates.items() if n not in NOISY_BUILD
+              and (r["found"] < 95 or r["false_changes"])}
+    assert not missed
+
+
+@pytest.mark.xfail(strict=True, reason="TensorRT's build-phase CPU (sd ~8% of a run) hides "
+                   "a 15% step in 25-33% of 40-point replays; docs/regressions.md")
+def test_the_build_phase_meets_the_replay_rule_too():
+    rates = _recorded_rates()
+    assert all(rates[n]["found"] >= 95 and not rates[n]["false_changes"] for n in NOISY_BUILD)

@@ -20,9 +20,9 @@ from typing import Sequence
 from .schema import read_records
 
 # Seconds a Ray task adds before its cell starts: a fresh worker process (max_calls=1), the
-# median of 6 empty tasks on this 2-core machine at load 6.6-8.7 (0.68-1.07 s; docs/ray.md);
-# a plain subprocess starts in 0.02 s. The cell's own imports are in its recorded time.
-TASK_OVERHEAD_SECONDS = 0.9
+# median of 10 empty tasks on this 2-core machine, quiet (0.59-0.63 s; docs/ray.md); a plain
+# subprocess starts in 0.02 s. The cell's own imports are in its recorded time.
+TASK_OVERHEAD_SECONDS = 0.6
 
 
 def projected_seconds(cell_seconds: Sequence[float], slots: int,
