@@ -65,7 +65,7 @@ def _cell(name, runs, found, calibration, annotations) -> str:
     kind = _series(name, runs)
     spread = baseline = None
     note = ""
-    if history.series_points(name, runs):
+    if noise.has_baseline(name, runs, annotations):
         baseline = noise.baseline(name, runs, annotations)
         if kind.type in history.NOISY_TYPES:
             spread = noise.series_spread(name, runs, calibration, annotations)
@@ -81,7 +81,7 @@ def suite_section(suite: str, runs: list[history.Run], calibration, annotations)
     names = history.series_names(runs)
     found = {n: steps.series_steps(n, runs, annotations) for n in names}
     baselines = {n: noise.baseline(n, runs, annotations) for n in names
-                 if history.series_points(n, runs)}
+                 if noise.has_baseline(n, runs, annotations)}
     noisy = [n for n in names if _type(n, runs) in history.NOISY_TYPES]
     exact = [n for n in names if n not in noisy]
     moved = [n for n in exact if found[n] or len({r.series[n].statistic() for r in runs

@@ -70,8 +70,8 @@ def screen(current: dict[str, history.Series], runs: list[history.Run],
     for name, s in current.items():
         row = Screened(name, s.type, s.unit, s.statistic())
         out.append(row)
-        if not history.series_points(name, runs):
-            row.verdict = "new"
+        if not noise.has_baseline(name, runs, annotations):  # never measured, or only
+            row.verdict = "new"  # before a machine annotation: new on this machine
             continue
         row.baseline = noise.baseline(name, runs, annotations)
         if s.type not in history.NOISY_TYPES:  # counts: exact

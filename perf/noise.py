@@ -86,6 +86,14 @@ def series_spread(name: str, runs: list[history.Run], calibration: dict | None =
     return Spread(DEFAULT_SPREAD, "default", 0)
 
 
+def has_baseline(name: str, runs: list[history.Run],
+                 annotations: list[dict] | None = None) -> bool:
+    """Whether series ``name`` has non-loaded points since its last change point or
+    annotation (a series measured only before a machine annotation has none: it is new on
+    this machine)."""
+    return bool(current_segment(name, runs, annotations))
+
+
 def baseline(name: str, runs: list[history.Run], annotations: list[dict] | None = None) -> float:
     """The median statistic of series ``name`` since its last change point or annotation
     (non-loaded runs)."""

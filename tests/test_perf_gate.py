@@ -248,3 +248,24 @@ def test_run_records_a_history_file(tmp_path):
     assert run.header["suite"] == "quick" and len(run.header["commit"]) == 40
     assert run.header["loaded"] is False and len(run.header["load"]["start"]) == 3
     assert len(run.series["compile/m/cpu/total"].samples) == 2
+
+
+def test_a_series_measured_only_before_a_machine_change_is_new(tmp_path):
+    """After a machine annotation a series with no runs since (it stopped being measured,
+    or comes back) has no baseline: the screen calls it new, the dashboard draws it."""
+    from perf import dashboard
+
+    for i, (commit, names) in enumerate([("a" * 40, ("x/cpu", "old/cpu"))] * 3
+                                        + [("b" * 40, ("x/cpu",))] * 3):
+        head = {"commit": commit, "parent": None, "suite": "quick", "machine": {},
+                "time": f"2026-01-01T00:{i:02d}:00Z", "load": {}, "loaded": False,
+                "versions": {}, "dirty": False}
+        history.write_run(head, [{"name": n, "unit": "s", "type": "cpu", "samples": [1.0]}
+                                 for n in names], tmp_path)
+    history.annotate("*", "b" * 10, "machine", "a new runner", tmp_path)
+    runs = history.load_runs(tmp_path)
+    rows = {r.name: r for r in gate.screen(_current({"x/cpu": ("cpu", 1.0),
+                                                     "old/cpu": ("cpu", 5.0)}), runs)}
+    assert rows["old/cpu"].verdict == "new" and rows["x/cpu"].verdict == "ok"
+    assert "old/cpu" in dashboard.suite_section("quick", runs, None,
+                                                 history.load_annotations(tmp_path))
