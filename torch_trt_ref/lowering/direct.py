@@ -41,9 +41,9 @@ def rewrite_directly(gm: GraphModule, node: Node) -> bool:
         lists[i] = [item] * spatial if isinstance(item, int) else list(item)
         if len(lists[i]) != spatial:
             return False
-    with gm.graph.inserting_before(node):
-        new = gm.graph.call_function(aten.convolution.default, (
-            x, weight, bias, *lists, False, [0] * spatial, groups))
+    with gm.graph.inserting_before(node):  # named as the traced route names it
+        new = gm.graph.create_node("call_function", aten.convolution.default, (
+            x, weight, bias, *lists, False, [0] * spatial, groups), name="convolution")
     new.meta = dict(node.meta)
     node.replace_all_uses_with(new)
     gm.graph.erase_node(node)
@@ -60,11 +60,13 @@ def _batch_norm(gm: GraphModule, node: Node) -> bool:
     if training is not False or not isinstance(mean, Node) or not isinstance(var, Node):
         return False
     norm = insert_call(gm, aten._native_batch_norm_legit_no_training.default,
-                       (x, weight, bias, mean, var, momentum, eps), node)
+                       (x, weight, bias, mean, var, momentum, eps), node,
+                       name="_native_batch_norm_legit_no_training")
     norm.meta = {**{k: v for k, v in node.meta.items() if k != "tensor_meta"},
                  "val": norm.meta["val"]}
     with gm.graph.inserting_before(node):
-        item = gm.graph.call_function(operator.getitem, (norm, 0))
+        item = gm.graph.create_node("call_function", operator.getitem, (norm, 0),
+                                    name="getitem")
     item.meta = dict(node.meta)
     node.replace_all_uses_with(item)
     gm.graph.erase_node(node)

@@ -58,11 +58,13 @@ def _propagate(gm: GraphModule, mode) -> None:
         node.meta["val"] = env[node]
 
 
-def insert_call(gm: GraphModule, target, args: tuple, anchor: Node, kwargs=None) -> Node:
+def insert_call(gm: GraphModule, target, args: tuple, anchor: Node, kwargs=None,
+                name: str | None = None) -> Node:
     """A new ``target(*args)`` node before ``anchor``, its ``meta['val']`` computed on the
-    arguments' FakeTensors and its module stack taken from ``anchor``."""
+    arguments' FakeTensors and its module stack taken from ``anchor``; ``name``: the node's
+    name (made unique), default FX's from the target."""
     with gm.graph.inserting_before(anchor):
-        node = gm.graph.call_function(target, args, kwargs or {})
+        node = gm.graph.create_node("call_function", target, args, kwargs or {}, name=name)
     vals, kwvals = torch.fx.node.map_arg((args, kwargs or {}), lambda a: a.meta["val"])
     mode = next(v.fake_mode for v in torch.utils._pytree.tree_leaves((vals, kwvals))
                 if hasattr(v, "fake_mode"))
