@@ -152,3 +152,17 @@ def test_every_command_and_option_has_help():
                 assert action.help, f"torch-trt-ref {' '.join(path)} {action.dest}: no help"
     assert {"compile", "debug", "onnx", "zoo", "zoo run", "zoo report", "zoo compare",
             "zoo list", "zoo anchors"} <= set(seen)
+
+
+def test_ctrl_c_is_one_line_and_exit_code_130(capsys):
+    """A command interrupted by Ctrl-C (e.g. a zoo sweep, which has already said what it
+    cancelled and kept) ends with "interrupted" and 130, not a traceback."""
+    from torch_trt_ref.commands import run_reporting_errors
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    assert run_reporting_errors(interrupted, None) == 130
+    assert capsys.readouterr().err == "interrupted\n"
+    with pytest.raises(KeyboardInterrupt):
+        run_reporting_errors(interrupted, None, traceback=True)

@@ -67,10 +67,15 @@ def check_writable(path: str | None, option: str) -> None:
 
 
 def run_reporting_errors(func, args, traceback: bool = False) -> int:
-    """``func(args)``; an exception becomes one line on stderr and exit code 2 (the
-    traceback only with ``--traceback``)."""
+    """``func(args)``; an exception becomes one line on stderr and exit code 2, Ctrl-C
+    "interrupted" and exit code 130 (the traceback only with ``--traceback``)."""
     try:
         return func(args)
+    except KeyboardInterrupt:  # the command has said what it stopped and what it kept
+        if traceback:
+            raise
+        print("interrupted", file=sys.stderr)
+        return 130
     except Exception as err:  # noqa: BLE001  (every error of a command is reported)
         if traceback:
             raise
