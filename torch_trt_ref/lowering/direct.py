@@ -29,6 +29,9 @@ def rewrite_directly(gm: GraphModule, node: Node) -> bool:
     changed) where it has not, or its arguments are not in the form handled here."""
     if node.target is aten.batch_norm.default:
         return _batch_norm(gm, node)
+    rewrite = _SIMPLE.get(node.target)
+    if rewrite is not None:
+        return rewrite(gm, node)
     spatial = _CONVOLUTIONS.get(node.target)
     if spatial is None or node.kwargs or len(node.args) < 2:
         return False
@@ -71,3 +74,98 @@ def _batch_norm(gm: GraphModule, node: Node) -> bool:
     node.replace_all_uses_with(item)
     gm.graph.erase_node(node)
     return True
+
+
+def _transpose(gm: GraphModule, node: Node) -> bool:
+    """transpose.int(x, a, b) is permute(x, [.., b, .., a, ..]) when x has 2+ dims and a != b
+    as given (torch's reference: else ``alias``, left to tracing)."""
+    x, *dims = node.args
+    value = x.meta.get("val") if isinstance(x, Node) else None
+    if node.kwargs or len(dims) != 2 or not isinstance(value, torch.Tensor) \
+            or value.dim() < 2 or dims[0] == dims[1]:
+        return False
+    order = list(range(value.dim()))
+    a, b = (d % value.dim() for d in dims)
+    order[a], order[b] = order[b], order[a]
+    _replace(gm, node, aten.permute.default, (x, order), "permute")
+    return True
+
+
+def _dropout(gm: GraphModule, node: Node) -> bool:
+    """dropout(x, p, train=False) is x."""
+    if node.kwargs or len(node.args) != 3 or node.args[2] is not False \
+            or not isinstance(node.args[0], Node):
+        return False
+    node.replace_all_uses_with(node.args[0])
+    gm.graph.erase_node(node)
+    return True
+
+
+def _layer_norm(gm: GraphModule, node: Node) -> bool:
+    """layer_norm(x, shape, weight, bias, eps, cudnn) is native_layer_norm(x, shape, weight,
+    bias, eps)[0] (and two unused getitems, as the traced route leaves them)."""
+    if node.kwargs or len(node.args) != 6:
+        return False
+    x, shape, weight, bias, eps, _ = node.args
+    norm = insert_call(gm, aten.native_layer_norm.default, (x, shape, weight, bias, eps), node,
+                       name="native_layer_norm")
+    norm.meta = {**{k: v for k, v in node.meta.items() if k != "tensor_meta"},
+                 "val": norm.meta["val"]}
+    items = []
+    with gm.graph.inserting_before(node):
+        for i, name in enumerate(("getitem", "getitem_1", "getitem_2")):
+            items.append(gm.graph.create_node("call_function", operator.getitem, (norm, i),
+                                              name=name))
+            items[-1].meta = {**norm.meta, "val": norm.meta["val"][i]}
+    items[0].meta = dict(node.meta)
+    node.replace_all_uses_with(items[0])
+    gm.graph.erase_node(node)
+    return True
+
+
+def _linear(gm: GraphModule, node: Node) -> bool:
+    """linear(x, w, b) with a bias and static sizes is ``decompositions.linear``: addmm(b, x,
+    permute(w, [1, 0])), with x flattened to 2 dims by a view and the result viewed back."""
+    if node.kwargs or len(node.args) != 3 or not all(isinstance(a, Node) for a in node.args):
+        return False
+    x, weight, bias = node.args
+    value, w = x.meta.get("val"), weight.meta.get("val")
+    if not isinstance(value, torch.Tensor) or not isinstance(w, torch.Tensor) \
+            or value.dim() < 2 or w.dim() != 2 \
+            or not all(isinstance(d, int) for d in value.shape) \
+            or value.dim() > 2 and not value.is_contiguous():
+        return False
+    rows = 1
+    for d in value.shape[:-1]:
+        rows *= d
+    flat = x
+    if value.dim() > 2:  # flatten(0, -2): one view of the contiguous input
+        flat = insert_call(gm, aten.view.default, (x, [rows, value.shape[-1]]), node,
+                           name="view")
+        flat.meta = {**_plain_meta(node), "val": flat.meta["val"]}
+    turned = insert_call(gm, aten.permute.default, (weight, [1, 0]), node, name="permute")
+    turned.meta = {**_plain_meta(node), "val": turned.meta["val"]}
+    if value.dim() == 2:
+        _replace(gm, node, aten.addmm.default, (bias, flat, turned), "addmm")
+        return True
+    out = insert_call(gm, aten.addmm.default, (bias, flat, turned), node, name="addmm")
+    out.meta = {**_plain_meta(node), "val": out.meta["val"]}
+    _replace(gm, node, aten.view.default, (out, [*value.shape[:-1], w.shape[0]]), "view_1")
+    return True
+
+
+def _plain_meta(node: Node) -> dict:
+    return {k: v for k, v in node.meta.items() if k != "tensor_meta"}
+
+
+def _replace(gm: GraphModule, node: Node, target, args: tuple, name: str) -> None:
+    """One new ``target(*args)`` node in place of ``node``, holding its value (and meta)."""
+    with gm.graph.inserting_before(node):
+        new = gm.graph.create_node("call_function", target, args, name=name)
+    new.meta = dict(node.meta)
+    node.replace_all_uses_with(new)
+    gm.graph.erase_node(node)
+
+
+_SIMPLE = {aten.transpose.int: _transpose, aten.dropout.default: _dropout,
+           aten.layer_norm.default: _layer_norm, aten.linear.default: _linear}
