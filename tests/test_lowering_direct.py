@@ -86,7 +86,7 @@ def test_direct_rewrites_take_the_forms_they_handle():
     ep = torch.export.export(_Block().eval(), _inputs())
     seen = []
     original = direct._SIMPLE
-    counting = {op: (lambda f: lambda gm, node: seen.append(f(gm, node)) or seen[-1])(fn)
+    counting = {op: (lambda f: lambda *a: seen.append(f(*a)) or seen[-1])(fn)
                 for op, fn in original.items()}
     try:
         direct._SIMPLE = counting

@@ -24,14 +24,16 @@ _CONVOLUTIONS = {aten.conv1d.default: 1, aten.conv2d.default: 2, aten.conv3d.def
 _DEFAULTS = (None, None, None, 1, 0, 1, 1)
 
 
-def rewrite_directly(gm: GraphModule, node: Node) -> bool:
+def rewrite_directly(gm: GraphModule, node: Node, values: dict | None = None) -> bool:
     """Replace ``node`` by its one-op decomposition where it has one; False (nothing
-    changed) where it has not, or its arguments are not in the form handled here."""
+    changed) where it has not, or its arguments are not in the form handled here.
+    ``values``: FakeTensor values of new nodes computed so far, reused by nodes of the same
+    op on inputs of the same shapes (repeated layers), as the traced route shares them."""
     if node.target is aten.batch_norm.default:
         return _batch_norm(gm, node)
     rewrite = _SIMPLE.get(node.target)
     if rewrite is not None:
-        return rewrite(gm, node)
+        return rewrite(gm, node, {} if values is None else values)
     spatial = _CONVOLUTIONS.get(node.target)
     if spatial is None or node.kwargs or len(node.args) < 2:
         return False
@@ -76,7 +78,7 @@ def _batch_norm(gm: GraphModule, node: Node) -> bool:
     return True
 
 
-def _transpose(gm: GraphModule, node: Node) -> bool:
+def _transpose(gm: GraphModule, node: Node, values: dict) -> bool:
     """transpose.int(x, a, b) is permute(x, [.., b, .., a, ..]) when x has 2+ dims and a != b
     as given (torch's reference: else ``alias``, left to tracing)."""
     x, *dims = node.args
@@ -91,7 +93,7 @@ def _transpose(gm: GraphModule, node: Node) -> bool:
     return True
 
 
-def _dropout(gm: GraphModule, node: Node) -> bool:
+def _dropout(gm: GraphModule, node: Node, values: dict) -> bool:
     """dropout(x, p, train=False) is x."""
     if node.kwargs or len(node.args) != 3 or node.args[2] is not False \
             or not isinstance(node.args[0], Node):
@@ -101,16 +103,14 @@ def _dropout(gm: GraphModule, node: Node) -> bool:
     return True
 
 
-def _layer_norm(gm: GraphModule, node: Node) -> bool:
+def _layer_norm(gm: GraphModule, node: Node, values: dict) -> bool:
     """layer_norm(x, shape, weight, bias, eps, cudnn) is native_layer_norm(x, shape, weight,
     bias, eps)[0] (and two unused getitems, as the traced route leaves them)."""
     if node.kwargs or len(node.args) != 6:
         return False
     x, shape, weight, bias, eps, _ = node.args
-    norm = insert_call(gm, aten.native_layer_norm.default, (x, shape, weight, bias, eps), node,
-                       name="native_layer_norm")
-    norm.meta = {**{k: v for k, v in node.meta.items() if k != "tensor_meta"},
-                 "val": norm.meta["val"]}
+    norm = _call(gm, aten.native_layer_norm.default, (x, shape, weight, bias, eps), node,
+                 "native_layer_norm", values)
     items = []
     with gm.graph.inserting_before(node):
         for i, name in enumerate(("getitem", "getitem_1", "getitem_2")):
@@ -123,7 +123,7 @@ def _layer_norm(gm: GraphModule, node: Node) -> bool:
     return True
 
 
-def _linear(gm: GraphModule, node: Node) -> bool:
+def _linear(gm: GraphModule, node: Node, values: dict) -> bool:
     """linear(x, w, b) with a bias and static sizes is ``decompositions.linear``: addmm(b, x,
     permute(w, [1, 0])), with x flattened to 2 dims by a view and the result viewed back."""
     if node.kwargs or len(node.args) != 3 or not all(isinstance(a, Node) for a in node.args):
@@ -140,22 +140,38 @@ def _linear(gm: GraphModule, node: Node) -> bool:
         rows *= d
     flat = x
     if value.dim() > 2:  # flatten(0, -2): one view of the contiguous input
-        flat = insert_call(gm, aten.view.default, (x, [rows, value.shape[-1]]), node,
-                           name="view")
-        flat.meta = {**_plain_meta(node), "val": flat.meta["val"]}
-    turned = insert_call(gm, aten.permute.default, (weight, [1, 0]), node, name="permute")
-    turned.meta = {**_plain_meta(node), "val": turned.meta["val"]}
+        flat = _call(gm, aten.view.default, (x, [rows, value.shape[-1]]), node, "view", values)
+    turned = _call(gm, aten.permute.default, (weight, [1, 0]), node, "permute", values)
     if value.dim() == 2:
         _replace(gm, node, aten.addmm.default, (bias, flat, turned), "addmm")
         return True
-    out = insert_call(gm, aten.addmm.default, (bias, flat, turned), node, name="addmm")
-    out.meta = {**_plain_meta(node), "val": out.meta["val"]}
+    out = _call(gm, aten.addmm.default, (bias, flat, turned), node, "addmm", values)
     _replace(gm, node, aten.view.default, (out, [*value.shape[:-1], w.shape[0]]), "view_1")
     return True
 
 
-def _plain_meta(node: Node) -> dict:
-    return {k: v for k, v in node.meta.items() if k != "tensor_meta"}
+def _call(gm: GraphModule, target, args: tuple, node: Node, name: str, values: dict) -> Node:
+    """A new ``target(*args)`` node before ``node``, with ``node``'s metadata (its
+    ``tensor_meta`` left out) and its own FakeTensor value: computed once per op, arguments
+    and input shapes (``values``), as computing it costs ~0.1 ms a node."""
+    key = (target, repr(torch.fx.node.map_arg(args, _shape_key)))
+    if key not in values:
+        values[key] = insert_call(gm, target, args, node, name=name).meta["val"]
+        new = node.prev
+    else:
+        with gm.graph.inserting_before(node):
+            new = gm.graph.create_node("call_function", target, args, name=name)
+    new.meta = {**{k: v for k, v in node.meta.items() if k != "tensor_meta"},
+                "val": values[key]}
+    return new
+
+
+def _shape_key(n: Node):
+    val = n.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        return (tuple(map(str, val.shape)), tuple(map(str, val.stride())), val.dtype,
+                val.device)
+    return ("value", str(val))
 
 
 def _replace(gm: GraphModule, node: Node, target, args: tuple, name: str) -> None:
