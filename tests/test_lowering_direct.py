@@ -35,7 +35,10 @@ class _Block(torch.nn.Module):
         v = self.b(z.unsqueeze(0))                       # 4-D, no bias: traced
         u = self.a(flat)                                 # 2-D linear
         t = y.transpose(-1, -2).transpose(1, 1)          # negative dims; equal dims
-        return z, w, v, u, t, self.bare(x)
+        r = z.reshape(-1, 24), t.reshape(-1, 32)         # contiguous; not: traced
+        a, b, c = y.split(3, dim=-1)                     # uneven: [3, 3, 2]
+        m = (u > 0) & (u < 1)
+        return z, w, v, u, t, self.bare(x), *r, a + b, c, m
 
 
 def _inputs():
@@ -93,8 +96,9 @@ def test_direct_rewrites_take_the_forms_they_handle():
         node_by_node(ep, decomposition_table(SETTINGS))
     finally:
         direct._SIMPLE = original
-    # 4 linears (2 rewritten, 2 traced), 3 transposes (2 / 1), 1 dropout, 2 layer norms
-    assert sorted(seen) == [False] * 3 + [True] * 7
+    # 4 linears (2 rewritten, 2 traced), 3 transposes (2 / 1), 1 dropout, 2 layer norms,
+    # 2 reshapes (1 / 1), 1 split, 1 and
+    assert sorted(seen) == [False] * 4 + [True] * 10
 
 
 def test_block_lowered_equals_run_decompositions():

@@ -183,5 +183,61 @@ def _replace(gm: GraphModule, node: Node, target, args: tuple, name: str) -> Non
     gm.graph.erase_node(node)
 
 
+def _reshape(gm: GraphModule, node: Node, values: dict) -> bool:
+    """reshape(x, shape) of a contiguous x with static sizes is view(x, shape), the shape as
+    given (torch's kernel; a non-contiguous x is left to tracing)."""
+    if node.kwargs or len(node.args) != 2 or not isinstance(node.args[0], Node):
+        return False
+    x, shape = node.args
+    value = x.meta.get("val")
+    if not isinstance(value, torch.Tensor) or not isinstance(shape, (list, tuple)) \
+            or not all(isinstance(d, int) for d in (*value.shape, *shape)) \
+            or not value.is_contiguous():
+        return False
+    _replace(gm, node, aten.view.default, (x, list(shape)), "view")
+    return True
+
+
+def _and(gm: GraphModule, node: Node, values: dict) -> bool:
+    """__and__.Tensor(a, b) is bitwise_and.Tensor(a, b)."""
+    if node.kwargs or len(node.args) != 2:
+        return False
+    _replace(gm, node, aten.bitwise_and.Tensor, tuple(node.args), "bitwise_and")
+    return True
+
+
+def _split(gm: GraphModule, node: Node, values: dict) -> bool:
+    """split.Tensor(x, size, dim) with static sizes is split_with_sizes(x, [size, ...,
+    rest], dim), each item read by a new getitem (as the traced route makes them)."""
+    if node.kwargs or len(node.args) not in (2, 3) or not isinstance(node.args[0], Node):
+        return False
+    x, size, dim = (*node.args, 0) if len(node.args) == 2 else node.args
+    value = x.meta.get("val")
+    if not isinstance(value, torch.Tensor) or not isinstance(size, int) or size <= 0 \
+            or not isinstance(dim, int) or not all(isinstance(d, int) for d in value.shape) \
+            or any(u.op != "call_function" or u.target is not operator.getitem
+                   for u in node.users):
+        return False
+    length = value.shape[dim]
+    sizes = [size] * (length // size) + ([length % size] if length % size else [])
+    if not sizes:
+        return False
+    parts = _call(gm, aten.split_with_sizes.default, (x, sizes, dim), node, "split_with_sizes",
+                  values)
+    items = []
+    with gm.graph.inserting_before(node):
+        for i in range(len(sizes)):
+            items.append(gm.graph.create_node("call_function", operator.getitem, (parts, i),
+                                              name="getitem" if i == 0 else f"getitem_{i}"))
+            items[-1].meta = {**parts.meta, "val": parts.meta["val"][i]}
+    for user in list(node.users):
+        user.replace_all_uses_with(items[user.args[1]])
+        gm.graph.erase_node(user)
+    gm.graph.erase_node(node)
+    return True
+
+
 _SIMPLE = {aten.transpose.int: _transpose, aten.dropout.default: _dropout,
-           aten.layer_norm.default: _layer_norm, aten.linear.default: _linear}
+           aten.layer_norm.default: _layer_norm, aten.linear.default: _linear,
+           aten.reshape.default: _reshape, aten.__and__.Tensor: _and,
+           aten.split.Tensor: _split}
