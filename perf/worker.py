@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # pages or from heap it had already touched: peak RSS differed by 5-17% from one server to the
 # next (resnet18 200 vs 210 MiB, bert_2layer 111 vs 131 MiB; 6 servers x 3 processes, 90-100%
 # of the variance between servers). Pinned at glibc's default (which turns the adjustment
-# off) the servers agree: resnet18 207.5-208.1 MiB, bert_2layer 154-162.5 (docs/regressions.md)
+# off) the servers agree: resnet18 207.5-208.1 MiB, bert_2layer 153.9-162.5 (docs/regressions.md)
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(128 * 1024)}
 
 
