@@ -108,6 +108,25 @@ def test_fold_constants_evaluates_weight_only_subgraphs():
     assert fold_constants(gm, CompilationSettings()) is gm
 
 
+def test_fold_constants_numbers_its_buffers_in_graph_order():
+    """The folded buffers are named in the order the graph uses them, the same in every
+    process (they were numbered in a set's order, which changed from run to run)."""
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ws = torch.nn.ParameterList(torch.nn.Parameter(torch.randn(4, 4) + i)
+                                             for i in range(12))
+
+        def forward(self, x):
+            for w in self.ws:
+                x = x + w * 2
+            return x
+
+    gm = lower_program(capture(M(), (torch.zeros(4, 4),)), CompilationSettings())
+    names = [n.target for n in gm.graph.nodes if n.op == "get_attr"]
+    assert names == [f"_folded_{i}" for i in range(12)]
+
+
 def test_fold_constants_folds_input_free_arithmetic_but_never_random_ops_or_a_lone_creation_op():
     """GPT-2's cache position is ``arange(0, n) + 0``: folded to one buffer. ``rand`` (and
     anything computed from it, ``dropout`` of a weight) must run each call; a lone

@@ -140,7 +140,9 @@ def fold_constants(gm: GraphModule, settings: CompilationSettings) -> GraphModul
     # Only materialize fold results that are used by something that is not folded, and
     # not a lone creation op (``full``, ``arange`` with no node inputs): its converter makes
     # the same constant, so folding it would only hide the op from the graph.
-    roots = [n for n in folded if n.all_input_nodes and any(u not in folded for u in n.users)]
+    # in graph order, so the buffers are numbered the same in every process
+    roots = [n for n in gm.graph.nodes if n in folded and n.all_input_nodes
+             and any(u not in folded for u in n.users)]
     if not roots:
         return gm
     env: dict[Node, object] = {}
