@@ -201,7 +201,7 @@ class _Raw(torch.nn.Module):
 
 @pytest.mark.parametrize("module, reason", [
     (_Raw(torch.full((6, 1), 3.0), 8, 4), "FP8 per tensor only"),
-    (_Raw(torch.full((1, 4), 3.0)), "per channel along axis 0 only"),
+    (_Raw(torch.full((1, 4), 3.0)), "per channel along its output channels only: axis 0"),
     (_Raw(torch.tensor(0.0)), "amax of 0"),
     (_Raw(torch.tensor(3.0), 4), "INT8 (num_bits 8, exponent_bits 0) or FP8"),
     (_Raw(torch.tensor(3.0), unsigned=True), "no unsigned"),

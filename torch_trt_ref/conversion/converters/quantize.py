@@ -59,11 +59,30 @@ def _quantize_supported(node: Node, settings) -> Optional[str]:
         return None
     if fmt == "fp8":
         return "TensorRT quantizes FP8 per tensor only (this amax is per channel)"
-    if axis != 0 or amax.dim() != x.dim():
-        return f"TensorRT quantizes per channel along axis 0 only (amax shape {list(amax.shape)})"
+    want = _kernel_axis(node)
+    if axis != want or amax.dim() != x.dim():
+        return (f"TensorRT quantizes a kernel per channel along its output channels only: axis "
+                f"0, or axis 1 of a deconvolution (groups 1) kernel (amax shape "
+                f"{list(amax.shape)}{', read by a deconvolution' if want == 1 else ''})"
+                if want is not None else
+                "TensorRT quantizes a grouped deconvolution's kernel per tensor only (its axis "
+                "1 holds out_channels / groups)")
     if constant_value(args["input"]) is None:
         return "TensorRT quantizes activations per tensor only (per channel: weights)"
     return None
+
+
+def _kernel_axis(node: Node) -> Optional[int]:
+    """The output-channel axis of the kernel a weight quantizer feeds: 1 when every reader is
+    a transposed convolution (PyTorch's (in, out / groups, k...) kernel: TensorRT's
+    IDeconvolutionLayer takes per-channel scales along its output maps), None when one of
+    those is grouped (no single axis holds the output maps), else 0."""
+    readers = list(node.users)
+    deconv = [u for u in readers if u.target == torch.ops.aten.convolution.default
+              and node_args(u)["transposed"] and node_args(u)["weight"] is node]
+    if not readers or len(deconv) != len(readers):
+        return 0
+    return 1 if all(node_args(u)["groups"] == 1 for u in deconv) else None
 
 
 def _zero_only_where_zero(amax: torch.Tensor, weight: Optional[torch.Tensor]) -> bool:
