@@ -56,12 +56,12 @@ def calibrate_command(args, pool_factory=Pool) -> int:
     suite = suites.suite(args.suite)
     rev = revision()  # every calibration run is labelled with the commit it started at
     paths = []
-    with pool_factory(None, args.log) as pool:
-        for i in range(args.runs):
-            say(f"calibration run {i + 1}/{args.runs}")
-            load_start, loaded = wait_for_quiet(args.max_wait, args.load_limit)
-            paths.append(_record(args, run_suite(suite, pool, args.processes), load_start,
-                                 loaded, rev))
+    for i in range(args.runs):  # fresh servers each run, as every gate run has
+        say(f"calibration run {i + 1}/{args.runs}")
+        load_start, loaded = wait_for_quiet(args.max_wait, args.load_limit)
+        with pool_factory(None, args.log) as pool:
+            series = run_suite(suite, pool, args.processes)
+        paths.append(_record(args, series, load_start, loaded, rev))
     calibration = noise.calibrate([history.read_run(p) for p in paths])
     out = noise.write_calibration(calibration, args.noise)
     unstable = sorted(n for n, e in calibration["series"].items()

@@ -79,13 +79,15 @@ def main(argv: list[str] | None = None) -> int:
                                 "history_runs": len(runs), **gate.PARAMS},
                      "trials": []}
     started = time.monotonic()
-    with Pool(log=Path("/tmp/perf-sensitivity.log")) as pool, \
-            base_checkout("HEAD") as tree, Pool(tree) as base:
-        for i in range(args.trials):
+    log = Path("/tmp/perf-sensitivity.log")
+    with base_checkout("HEAD") as tree:
+        for i in range(args.trials):  # fresh servers on both sides, as each gate run has
             say(f"trial {i + 1}/{args.trials} ({time.monotonic() - started:.0f} s)")
             load, t0 = os.getloadavg()[0], time.monotonic()
-            run = screen_run(suite, pool, runs, calibration, annotations, inject=inject)
-            confirm_run(run, pool, lambda: base, gate.MAX_SUSPECTS, inject=inject, out=say)
+            with Pool(log=log) as pool, Pool(tree, log) as base:
+                run = screen_run(suite, pool, runs, calibration, annotations, inject=inject)
+                confirm_run(run, pool, lambda: base, gate.MAX_SUSPECTS, inject=inject,
+                            out=say)
             results["trials"].append(_trial(run, load, time.monotonic() - t0))
             results["seconds"] = round(time.monotonic() - started)
             args.out.parent.mkdir(parents=True, exist_ok=True)  # written after every trial

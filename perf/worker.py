@@ -21,6 +21,13 @@ from pathlib import Path
 from .suites import server_kind
 
 ROOT = Path(__file__).resolve().parent.parent
+# glibc raises its mmap threshold each time a large mmapped block is freed (up to 32 MiB), so
+# a server's allocation history decided whether its children's big tensors came from fresh
+# pages or from heap it had already touched: peak RSS differed by 5-17% from one server to the
+# next (resnet18 200 vs 210 MiB, bert_2layer 111 vs 131 MiB; 6 servers x 3 processes, 90-100%
+# of the variance between servers). Pinned at glibc's default (which turns the adjustment
+# off) the servers agree: resnet18 207.5-208.1 MiB, bert_2layer 153.9-162.5 (docs/regressions.md)
+MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(128 * 1024)}
 
 
 def _child(group: str, prepared: dict, spec: dict | None, fd: int) -> None:
@@ -118,7 +125,7 @@ class Pool:
     def _server(self, kind: str) -> subprocess.Popen:
         if kind not in self._servers:
             path = self._pythonpath()
-            env = {**os.environ, "PYTHONPATH": path}
+            env = {**os.environ, **MALLOC_ENV, "PYTHONPATH": path}
             err = open(self.log, "a") if self.log else subprocess.DEVNULL
             # ``python -m`` puts its working directory first on sys.path: run in the first
             # PYTHONPATH entry, so the library imported is the one that entry holds

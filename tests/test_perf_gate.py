@@ -269,3 +269,49 @@ def test_a_series_measured_only_before_a_machine_change_is_new(tmp_path):
     assert rows["old/cpu"].verdict == "new" and rows["x/cpu"].verdict == "ok"
     assert "old/cpu" in dashboard.suite_section("quick", runs, None,
                                                  history.load_annotations(tmp_path))
+
+
+def test_calibration_measures_each_run_with_fresh_servers(tmp_path):
+    """Servers are a unit of noise (a server's allocation history is shared by every child
+    it forks), so the noise model must see several: ``perf calibrate`` opens new measuring
+    servers for each run."""
+    from perf.cli import calibrate_command
+
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["perf", "calibrate", "--suite", "quick", "--runs", "5",
+                              "--history", str(tmp_path), "--noise", str(tmp_path / "n.json"),
+                              "--max-wait", "0", "--load-limit", "1000"])
+    values = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0)},
+              "canary": {"canary/cpu": ("cpu", 1.0)}}
+    opened: list[FakePool] = []
+
+    def factory(tree, log):
+        opened.append(FakePool(values))
+        return opened[-1]
+
+    assert calibrate_command(args, pool_factory=factory) == 0
+    assert len(opened) == 5 and all(len(p.calls) == 2 * 2 for p in opened)
+    assert len(history.load_runs(tmp_path)) == 5
+
+
+def test_measuring_servers_pin_the_malloc_mmap_threshold(monkeypatch):
+    """Each measuring server starts with glibc's mmap threshold fixed (the variable turns
+    glibc's dynamic threshold off), so a child's peak RSS does not depend on its server."""
+    import subprocess
+
+    from perf import worker
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def popen(cmd, **kwargs):
+        seen.update(kwargs["env"])
+        raise Stop
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    with pytest.raises(Stop):
+        worker.Pool().families()
+    assert seen["MALLOC_MMAP_THRESHOLD_"] == str(128 * 1024)
