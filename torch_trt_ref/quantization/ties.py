@@ -97,12 +97,15 @@ def ambiguous_sites(model: torch.nn.Module, args: tuple, kwargs: dict):
     """The float64 outputs, every INT8/FP8 quantizer call's ambiguous elements (Note
     [Ambiguous quantizer inputs]) and the float64 runner; NVFP4 quantizers get no
     allowance (a block's scale depends on the whole block)."""
-    runner32 = _Runner(model, args, kwargs, torch.float32)
-    runner32.run()
-    x32, runner = runner32.seen, _Runner(model, args, kwargs, torch.float64)
-    del runner32
+    runner = _Runner(model, args, kwargs, torch.float64)
     out64 = runner.run()
     x64, qs = runner.seen, dict(runner.model.named_modules())
+    if not x64:  # no INT8/FP8 quantizer ran: nothing can be ambiguous
+        return out64, [], runner
+    runner32 = _Runner(model, args, kwargs, torch.float32)
+    runner32.run()
+    x32 = runner32.seen
+    del runner32
     sites = []
     for (name, call), x in x64.items():
         if (name, call) not in x32 or x32[name, call].shape != x.shape or not x.numel():
