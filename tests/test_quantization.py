@@ -383,3 +383,16 @@ def test_nvfp4_weights_are_prequantized_constants():
     torch_trt_ref.refit(compiled, new)
     fresh = torch_trt_ref.compile(new, [DATA[0]], min_block_size=1)
     assert torch.equal(compiled(DATA[1]), fresh(DATA[1]))
+
+
+def test_nvfp4_on_a_4d_activation_stays_in_tensorrt():
+    """A Linear on (N, H, W, C) (convnext, swin): NVFP4 quantizes rows of the last dim, so
+    the quantizer flattens the leading dims to the 2-D tensor TensorRT takes; one engine."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.GELU(),
+                                torch.nn.Linear(32, 16)).eval()
+    x = torch.randn(2, 3, 4, 32)
+    qm = quantize(model, [x], precision="nvfp4", progress=False)
+    compiled, kinds = _check_compiled(qm, x)
+    assert compiled.compile_report.counts == {"tensorrt": 1}
+    assert kinds.count("DYNAMIC_QUANTIZE") == 2

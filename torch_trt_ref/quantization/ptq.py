@@ -44,6 +44,10 @@ class TensorQuantizer(nn.Module):
             return x
         num_bits, exponent_bits = PRECISIONS[self.precision]
         if self.precision == "nvfp4":
+            if x.dim() > 3:  # TensorRT's NVFP4 takes 2-D/3-D: rows of the last dim, the same
+                flat = x.reshape(-1, x.shape[-1])  # blocks (convnext's, swin's 4-D Linears)
+                return ops.dynamic_block_quantize_op(flat, NVFP4_BLOCK, self.amax, 4, 2, 8,
+                                                     4).reshape(x.shape)
             return ops.dynamic_block_quantize_op(x, NVFP4_BLOCK, self.amax, 4, 2, 8, 4)
         return ops.quantize_op(x, self.amax, num_bits, exponent_bits, False,
                                self.precision == "int8")
