@@ -29,7 +29,8 @@ LAYERS: list[tuple[str, ...]] = [
     # 0: plain data and the TensorRT shim
     ("torch_trt_ref._trt", "torch_trt_ref.settings", "torch_trt_ref.inputs",
      "torch_trt_ref.weights", "torch_trt_ref.accuracy", "torch_trt_ref.report",
-     "torch_trt_ref.memory", "torch_trt_ref.ownership", "torch_trt_ref.errors",
+     "torch_trt_ref.memory", "torch_trt_ref.ownership", "torch_trt_ref.threads",
+     "torch_trt_ref.errors",
      "torch_trt_ref.library_ops", "torch_trt_ref.missing_trt", "torch_trt_ref.work",
      "torch_trt_ref.quantization"),  # the quantizer ops and PTQ: torch only
     # 1: capture, arguments, the engine cache, and the conversion layer's base

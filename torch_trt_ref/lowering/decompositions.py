@@ -204,7 +204,8 @@ def _decompose_nodes(gm: torch.fx.GraphModule, table: dict) -> int:
         for node in nodes:
             # lowering.direct rewrites as the stock decompositions do (torch's; ours)
             ours = DECOMPOSITIONS.get(node.target)
-            if (ours is None or table.get(node.target) is ours) and rewrite_directly(gm, node):
+            if (ours is None or table.get(node.target) is ours) and rewrite_directly(
+                    gm, node, traced):
                 continue
             try:
                 _decompose_node(gm, node, table, fake_mode, traced)

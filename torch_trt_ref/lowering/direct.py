@@ -24,11 +24,16 @@ _CONVOLUTIONS = {aten.conv1d.default: 1, aten.conv2d.default: 2, aten.conv3d.def
 _DEFAULTS = (None, None, None, 1, 0, 1, 1)
 
 
-def rewrite_directly(gm: GraphModule, node: Node) -> bool:
+def rewrite_directly(gm: GraphModule, node: Node, values: dict | None = None) -> bool:
     """Replace ``node`` by its one-op decomposition where it has one; False (nothing
-    changed) where it has not, or its arguments are not in the form handled here."""
+    changed) where it has not, or its arguments are not in the form handled here.
+    ``values``: FakeTensor values of new nodes computed so far, reused by nodes of the same
+    op on inputs of the same shapes (repeated layers), as the traced route shares them."""
     if node.target is aten.batch_norm.default:
         return _batch_norm(gm, node)
+    rewrite = _SIMPLE.get(node.target)
+    if rewrite is not None:
+        return rewrite(gm, node, {} if values is None else values)
     spatial = _CONVOLUTIONS.get(node.target)
     if spatial is None or node.kwargs or len(node.args) < 2:
         return False
@@ -71,3 +76,168 @@ def _batch_norm(gm: GraphModule, node: Node) -> bool:
     node.replace_all_uses_with(item)
     gm.graph.erase_node(node)
     return True
+
+
+def _transpose(gm: GraphModule, node: Node, values: dict) -> bool:
+    """transpose.int(x, a, b) is permute(x, [.., b, .., a, ..]) when x has 2+ dims and a != b
+    as given (torch's reference: else ``alias``, left to tracing)."""
+    x, *dims = node.args
+    value = x.meta.get("val") if isinstance(x, Node) else None
+    if node.kwargs or len(dims) != 2 or not isinstance(value, torch.Tensor) \
+            or value.dim() < 2 or dims[0] == dims[1]:
+        return False
+    order = list(range(value.dim()))
+    a, b = (d % value.dim() for d in dims)
+    order[a], order[b] = order[b], order[a]
+    _replace(gm, node, aten.permute.default, (x, order), "permute")
+    return True
+
+
+def _dropout(gm: GraphModule, node: Node, values: dict) -> bool:
+    """dropout(x, p, train=False) is x."""
+    if node.kwargs or len(node.args) != 3 or node.args[2] is not False \
+            or not isinstance(node.args[0], Node):
+        return False
+    node.replace_all_uses_with(node.args[0])
+    gm.graph.erase_node(node)
+    return True
+
+
+def _layer_norm(gm: GraphModule, node: Node, values: dict) -> bool:
+    """layer_norm(x, shape, weight, bias, eps, cudnn) is native_layer_norm(x, shape, weight,
+    bias, eps)[0] (and two unused getitems, as the traced route leaves them)."""
+    if node.kwargs or len(node.args) != 6:
+        return False
+    x, shape, weight, bias, eps, _ = node.args
+    norm = _call(gm, aten.native_layer_norm.default, (x, shape, weight, bias, eps), node,
+                 "native_layer_norm", values)
+    items = []
+    with gm.graph.inserting_before(node):
+        for i, name in enumerate(("getitem", "getitem_1", "getitem_2")):
+            items.append(gm.graph.create_node("call_function", operator.getitem, (norm, i),
+                                              name=name))
+            items[-1].meta = {**norm.meta, "val": norm.meta["val"][i]}
+    items[0].meta = dict(node.meta)
+    node.replace_all_uses_with(items[0])
+    gm.graph.erase_node(node)
+    return True
+
+
+def _linear(gm: GraphModule, node: Node, values: dict) -> bool:
+    """linear(x, w, b) with a bias and static sizes is ``decompositions.linear``: addmm(b, x,
+    permute(w, [1, 0])), with x flattened to 2 dims by a view and the result viewed back."""
+    if node.kwargs or len(node.args) != 3 or not all(isinstance(a, Node) for a in node.args):
+        return False
+    x, weight, bias = node.args
+    value, w = x.meta.get("val"), weight.meta.get("val")
+    if not isinstance(value, torch.Tensor) or not isinstance(w, torch.Tensor) \
+            or value.dim() < 2 or w.dim() != 2 \
+            or not all(isinstance(d, int) for d in value.shape) \
+            or value.dim() > 2 and not value.is_contiguous():
+        return False
+    rows = 1
+    for d in value.shape[:-1]:
+        rows *= d
+    flat = x
+    if value.dim() > 2:  # flatten(0, -2): one view of the contiguous input
+        flat = _call(gm, aten.view.default, (x, [rows, value.shape[-1]]), node, "view", values)
+    turned = _call(gm, aten.permute.default, (weight, [1, 0]), node, "permute", values)
+    if value.dim() == 2:
+        _replace(gm, node, aten.addmm.default, (bias, flat, turned), "addmm")
+        return True
+    out = _call(gm, aten.addmm.default, (bias, flat, turned), node, "addmm", values)
+    _replace(gm, node, aten.view.default, (out, [*value.shape[:-1], w.shape[0]]), "view_1")
+    return True
+
+
+def _call(gm: GraphModule, target, args: tuple, node: Node, name: str, values: dict) -> Node:
+    """A new ``target(*args)`` node before ``node``, with ``node``'s metadata (its
+    ``tensor_meta`` left out) and its own FakeTensor value: computed once per op, arguments
+    and input shapes (``values``), as computing it costs ~0.1 ms a node."""
+    key = (target, repr(torch.fx.node.map_arg(args, _shape_key)))
+    if key not in values:
+        values[key] = insert_call(gm, target, args, node, name=name).meta["val"]
+        new = node.prev
+    else:
+        with gm.graph.inserting_before(node):
+            new = gm.graph.create_node("call_function", target, args, name=name)
+    new.meta = {**{k: v for k, v in node.meta.items() if k != "tensor_meta"},
+                "val": values[key]}
+    return new
+
+
+def _shape_key(n: Node):
+    val = n.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        return (tuple(map(str, val.shape)), tuple(map(str, val.stride())), val.dtype,
+                val.device)
+    return ("value", str(val))
+
+
+def _replace(gm: GraphModule, node: Node, target, args: tuple, name: str) -> None:
+    """One new ``target(*args)`` node in place of ``node``, holding its value (and meta)."""
+    with gm.graph.inserting_before(node):
+        new = gm.graph.create_node("call_function", target, args, name=name)
+    new.meta = dict(node.meta)
+    node.replace_all_uses_with(new)
+    gm.graph.erase_node(node)
+
+
+def _reshape(gm: GraphModule, node: Node, values: dict) -> bool:
+    """reshape(x, shape) of a contiguous x with static sizes is view(x, shape), the shape as
+    given (torch's kernel; a non-contiguous x is left to tracing)."""
+    if node.kwargs or len(node.args) != 2 or not isinstance(node.args[0], Node):
+        return False
+    x, shape = node.args
+    value = x.meta.get("val")
+    if not isinstance(value, torch.Tensor) or not isinstance(shape, (list, tuple)) \
+            or not all(isinstance(d, int) for d in (*value.shape, *shape)) \
+            or not value.is_contiguous():
+        return False
+    _replace(gm, node, aten.view.default, (x, list(shape)), "view")
+    return True
+
+
+def _and(gm: GraphModule, node: Node, values: dict) -> bool:
+    """__and__.Tensor(a, b) is bitwise_and.Tensor(a, b)."""
+    if node.kwargs or len(node.args) != 2:
+        return False
+    _replace(gm, node, aten.bitwise_and.Tensor, tuple(node.args), "bitwise_and")
+    return True
+
+
+def _split(gm: GraphModule, node: Node, values: dict) -> bool:
+    """split.Tensor(x, size, dim) with static sizes is split_with_sizes(x, [size, ...,
+    rest], dim), each item read by a new getitem (as the traced route makes them)."""
+    if node.kwargs or len(node.args) not in (2, 3) or not isinstance(node.args[0], Node):
+        return False
+    x, size, dim = (*node.args, 0) if len(node.args) == 2 else node.args
+    value = x.meta.get("val")
+    if not isinstance(value, torch.Tensor) or not isinstance(size, int) or size <= 0 \
+            or not isinstance(dim, int) or not all(isinstance(d, int) for d in value.shape) \
+            or any(u.op != "call_function" or u.target is not operator.getitem
+                   for u in node.users):
+        return False
+    length = value.shape[dim]
+    sizes = [size] * (length // size) + ([length % size] if length % size else [])
+    if not sizes:
+        return False
+    parts = _call(gm, aten.split_with_sizes.default, (x, sizes, dim), node, "split_with_sizes",
+                  values)
+    items = []
+    with gm.graph.inserting_before(node):
+        for i in range(len(sizes)):
+            items.append(gm.graph.create_node("call_function", operator.getitem, (parts, i),
+                                              name="getitem" if i == 0 else f"getitem_{i}"))
+            items[-1].meta = {**parts.meta, "val": parts.meta["val"][i]}
+    for user in list(node.users):
+        user.replace_all_uses_with(items[user.args[1]])
+        gm.graph.erase_node(user)
+    gm.graph.erase_node(node)
+    return True
+
+
+_SIMPLE = {aten.transpose.int: _transpose, aten.dropout.default: _dropout,
+           aten.layer_norm.default: _layer_norm, aten.linear.default: _linear,
+           aten.reshape.default: _reshape, aten.__and__.Tensor: _and,
+           aten.split.Tensor: _split}

@@ -11,6 +11,7 @@ import torch
 from torch.fx import GraphModule, Node
 
 from ..settings import CompilationSettings
+from ..threads import one_thread
 from ..weights import traced
 from .meta import insert_call
 
@@ -154,7 +155,8 @@ def fold_constants(gm: GraphModule, settings: CompilationSettings) -> GraphModul
                 env[n] = n.target(*args, **kwargs)
         return env[n]
 
-    with torch.no_grad(), traced():  # refit replays these computations (Note [Weight program])
+    # refit replays these computations (Note [Weight program]); the constants are small
+    with torch.no_grad(), traced(), one_thread():
         for i, node in enumerate(roots):
             try:
                 result = value(node)

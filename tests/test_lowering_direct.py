@@ -1,0 +1,106 @@
+"""``lowering.direct`` against the traced route it replaces: with the direct rewrites on and
+off, node-by-node lowering must give the same graph, node for node (name, op, arguments,
+value shape and dtype), so reports, partition notes and converters see no difference. The
+outputs against run_decompositions are test_lowering_routes.py."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from torch_trt_ref.lowering import decomposition_table, direct
+from torch_trt_ref.lowering.routes import assert_routes_agree, node_by_node
+from torch_trt_ref.settings import CompilationSettings
+
+SETTINGS = CompilationSettings()
+
+
+class _Block(torch.nn.Module):
+    """Every form the direct rewrites take and the forms they leave to tracing: linear on
+    2-D, 3-D and 4-D inputs, on a non-contiguous input and without a bias; transpose with
+    negative and equal dims; eval dropout; layer norm with and without affine weights."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 6)
+        self.b = torch.nn.Linear(6, 8, bias=False)
+        self.norm = torch.nn.LayerNorm(8)
+        self.bare = torch.nn.LayerNorm([4, 8], elementwise_affine=False)
+        self.drop = torch.nn.Dropout(0.1)
+
+    def forward(self, x, flat):
+        y = self.drop(self.norm(x))                      # [2, 4, 8]
+        z = self.a(y)                                    # 3-D linear
+        w = self.a(y.transpose(0, 1))                    # non-contiguous input: traced
+        v = self.b(z.unsqueeze(0))                       # 4-D, no bias: traced
+        u = self.a(flat)                                 # 2-D linear
+        t = y.transpose(-1, -2).transpose(1, 1)          # negative dims; equal dims
+        r = z.reshape(-1, 24), t.reshape(-1, 32)         # contiguous; not: traced
+        a, b, c = y.split(3, dim=-1)                     # uneven: [3, 3, 2]
+        m = (u > 0) & (u < 1)
+        return z, w, v, u, t, self.bare(x), *r, a + b, c, m
+
+
+def _inputs():
+    torch.manual_seed(0)
+    return torch.randn(2, 4, 8), torch.randn(3, 8)
+
+
+def _graph(ep) -> list:
+    gm = node_by_node(ep, decomposition_table(SETTINGS))
+    out = []
+    for n in gm.graph.nodes:
+        val = n.meta.get("val")
+        shape = (tuple(val.shape), val.dtype) if isinstance(val, torch.Tensor) else None
+        out.append((n.name, n.op, str(n.target), str(n.args), str(n.kwargs), shape))
+    return out
+
+
+def _models():
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    ids = torch.randint(0, 100, (1, 16), generator=torch.Generator().manual_seed(0))
+    bert = transformers.BertModel(transformers.BertConfig(
+        vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=64)).eval()
+    gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
+        vocab_size=100, n_embd=32, n_layer=2, n_head=2, use_cache=False)).eval()
+    return {"block": (_Block().eval(), _inputs()), "bert": (bert, (ids,)),
+            "gpt2": (gpt2, (ids,))}
+
+
+@pytest.mark.parametrize("name", ["block", "bert", "gpt2"])
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_direct_rewrites_give_the_traced_graph(name, dynamic, monkeypatch):
+    model, args = _models()[name]
+    shapes = None
+    if dynamic:
+        batch = torch.export.Dim("batch", min=2, max=32)
+        rows = torch.export.Dim("rows", min=2, max=8)
+        shapes = ({0: batch}, {0: rows}) if name == "block" else ({1: batch},)
+    ep = torch.export.export(model, args, dynamic_shapes=shapes)
+    direct_graph = _graph(ep)
+    monkeypatch.setattr(direct, "_SIMPLE", {})
+    assert _graph(ep) == direct_graph
+
+
+def test_direct_rewrites_take_the_forms_they_handle():
+    ep = torch.export.export(_Block().eval(), _inputs())
+    seen = []
+    original = direct._SIMPLE
+    counting = {op: (lambda f: lambda *a: seen.append(f(*a)) or seen[-1])(fn)
+                for op, fn in original.items()}
+    try:
+        direct._SIMPLE = counting
+        node_by_node(ep, decomposition_table(SETTINGS))
+    finally:
+        direct._SIMPLE = original
+    # 4 linears (2 rewritten, 2 traced), 3 transposes (2 / 1), 1 dropout, 2 layer norms,
+    # 2 reshapes (1 / 1), 1 split, 1 and
+    assert sorted(seen) == [False] * 4 + [True] * 10
+
+
+def test_block_lowered_equals_run_decompositions():
+    ep = torch.export.export(_Block().eval(), _inputs())
+    assert_routes_agree(ep, SETTINGS, _inputs(), {})
