@@ -163,8 +163,8 @@ def test_compiled_quantized_model_passes_float64_rule(precision, q, dq):
     compiled, kinds = _check_compiled(qm, x)
     assert compiled.compile_report.counts == {"tensorrt": 1}
     assert (kinds.count("QUANTIZE"), kinds.count("DEQUANTIZE")) == (q, dq)
-    if precision == "nvfp4":
-        assert kinds.count("DYNAMIC_QUANTIZE") == 4
+    if precision == "nvfp4":  # the 2 activations; the 2 weights are FP4 constants
+        assert kinds.count("DYNAMIC_QUANTIZE") == 2
     quantized = compiled.compile_report.support["quantizers"]
     assert len(quantized) == {"nvfp4": 4}.get(precision, 6)
 
@@ -201,7 +201,7 @@ class _Raw(torch.nn.Module):
 
 @pytest.mark.parametrize("module, reason", [
     (_Raw(torch.full((6, 1), 3.0), 8, 4), "FP8 per tensor only"),
-    (_Raw(torch.full((1, 4), 3.0)), "per channel along axis 0 only"),
+    (_Raw(torch.full((1, 4), 3.0)), "per channel along its output channels only: axis 0"),
     (_Raw(torch.tensor(0.0)), "amax of 0"),
     (_Raw(torch.tensor(3.0), 4), "INT8 (num_bits 8, exponent_bits 0) or FP8"),
     (_Raw(torch.tensor(3.0), unsigned=True), "no unsigned"),
@@ -268,7 +268,7 @@ print("ok")
 """
 
 
-@pytest.mark.parametrize("precision", ["int8", "fp8"])
+@pytest.mark.parametrize("precision", ["int8", "fp8", "nvfp4"])
 def test_saved_loaded_refit_equals_fresh_compile(precision, tmp_path):
     """Saved here, loaded in a fresh process, refit with new weights and re-calibrated amax:
     equal, bit for bit, to a fresh compile of the new quantized model."""
@@ -349,3 +349,50 @@ def test_weight_quantization_folds_once_and_refit_refolds():
     after = compiled(DATA[1])
     assert not torch.equal(before, after)
     assert torch.equal(after, torch_trt_ref.compile(new, [DATA[0]])(DATA[1]))
+
+
+def test_nvfp4_weights_are_prequantized_constants():
+    """NVFP4 weights reach the engine quantized (an FP4 constant and its FP8 block-scale
+    constant behind two DEQUANTIZE layers, docs/quantization.md): no DYNAMIC_QUANTIZE reads
+    a constant; the codes are the eager kernel's; refit re-encodes new weights."""
+    qm = quantize(_small(), DATA, precision="nvfp4", progress=False)
+    compiled = torch_trt_ref.compile(qm, [DATA[0]], min_block_size=1)
+    (engine,) = [m.engine for m in compiled.modules() if isinstance(m, EngineModule)]
+    layers = engine.snapshot.layers
+    constant = {o.name: layer for layer in layers if layer.kind == "CONSTANT"
+                for o in layer.outputs}
+    dynamic = [layer for layer in layers if layer.kind == "DYNAMIC_QUANTIZE"]
+    assert len(dynamic) == 2 and not any(d.inputs[0] in constant for d in dynamic)
+    fp4 = [c for c in constant.values() if c.attrs["weights"].dtype == torch.float4_e2m1fn_x2]
+    fp8 = [c for c in constant.values() if c.attrs["weights"].dtype == torch.float8_e4m3fn]
+    assert len(fp4) == len(fp8) == 2
+    from torch_trt_ref.runtime.reference.layers.quantize_ops import widen
+
+    (w_fp4,) = [c for c in fp4 if c.outputs[0].shape == (16, 32)]
+    layer = qm[5]
+    eager = layer.weight_quantizer(layer.weight).detach()  # the eager NVFP4 weight
+    scales = widen(next(c for c in fp8 if c.outputs[0].shape == (16, 2)).attrs["weights"])
+    global_scale = layer.weight_quantizer.amax.float() / (6 * 448)
+    decoded = widen(w_fp4.attrs["weights"]).reshape(16, 2, 16) * (
+        scales.reshape(16, 2, 1) * global_scale)
+    assert torch.equal(decoded.reshape(16, 32), eager)
+    torch.manual_seed(7)
+    new = quantize(torch.nn.Sequential(*[copy.deepcopy(m) for m in _small()]).apply(
+        lambda m: m.reset_parameters() if hasattr(m, "reset_parameters") else None).eval(),
+        DATA, precision="nvfp4", progress=False)
+    torch_trt_ref.refit(compiled, new)
+    fresh = torch_trt_ref.compile(new, [DATA[0]], min_block_size=1)
+    assert torch.equal(compiled(DATA[1]), fresh(DATA[1]))
+
+
+def test_nvfp4_on_a_4d_activation_stays_in_tensorrt():
+    """A Linear on (N, H, W, C) (convnext, swin): NVFP4 quantizes rows of the last dim, so
+    the quantizer flattens the leading dims to the 2-D tensor TensorRT takes; one engine."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 32), torch.nn.GELU(),
+                                torch.nn.Linear(32, 16)).eval()
+    x = torch.randn(2, 3, 4, 32)
+    qm = quantize(model, [x], precision="nvfp4", progress=False)
+    compiled, kinds = _check_compiled(qm, x)
+    assert compiled.compile_report.counts == {"tensorrt": 1}
+    assert kinds.count("DYNAMIC_QUANTIZE") == 2

@@ -156,19 +156,22 @@ def allowed(eager_rmse: float, reference: torch.Tensor, dtype: torch.dtype) -> f
     return k * eager_rmse + floor
 
 
-def judge(compiled, eager, reference64) -> Verdict:
+def judge(compiled, eager, reference64, eager_reference64=None) -> Verdict:
     """Apply the rule to every output. ``eager`` is the model run eagerly in the compile
-    precision, ``reference64`` the same model run in float64 on float64 inputs. Positions
+    precision, ``reference64`` the same model run in float64 on float64 inputs
+    (``eager_reference64``, when given, is what eager's error is measured against instead:
+    the tie-aware quantized oracle, torch_trt_ref/quantization/ties.py). Positions
     holding a NaN or an infinity are judged one by one (Note [NaN and infinity, position by
     position]), the others by the RMSE rule. Integer and bool outputs must equal eager's
     exactly; output count, shape or dtype mismatches fail with a message instead of
     numbers."""
     got, ref, ref64 = tensors(compiled), tensors(eager), tensors(reference64)
+    eager64 = ref64 if eager_reference64 is None else tensors(eager_reference64)
     if not len(got) == len(ref) == len(ref64):
         return Verdict([], False, f"compiled model returned {len(got)} tensors, eager "
                                   f"{len(ref)}, float64 eager {len(ref64)}")
     outputs, messages = [], []
-    for i, (c, e, r) in enumerate(zip(got, ref, ref64)):
+    for i, (c, e, r, re) in enumerate(zip(got, ref, ref64, eager64)):
         if c.shape != e.shape:
             messages.append(f"output {i}: shape {tuple(c.shape)}, eager {tuple(e.shape)}")
             continue
@@ -192,13 +195,13 @@ def judge(compiled, eager, reference64) -> Verdict:
                             f"{at}: compiled {values[0]}, eager {values[1]}, float64 "
                             f"{values[2]}; the rule: Note [NaN and infinity, position by "
                             "position] in torch_trt_ref/accuracy.py)")
-        c, e, r = c[~decided], e[~decided], r[~decided]
-        compiled_rmse, eager_rmse = rmse(c, r), rmse(e, r)
+        c, e, r, re = c[~decided], e[~decided], r[~decided], re[~decided]
+        compiled_rmse, eager_rmse = rmse(c, r), rmse(e, re)
         limit = allowed(eager_rmse, r, e.dtype)
         ok = not math.isnan(compiled_rmse) and compiled_rmse <= limit and not (
             messages and messages[-1].startswith(f"output {i}:"))
         outputs.append(OutputError(i, str(e.dtype).replace("torch.", ""), e.numel(),
-                                   compiled_rmse, eager_rmse, _max_abs(c, r), _max_abs(e, r),
+                                   compiled_rmse, eager_rmse, _max_abs(c, r), _max_abs(e, re),
                                    limit, ok))
         if not ok and not (messages and messages[-1].startswith(f"output {i}:")):
             messages.append(f"output {i}: RMSE vs float64 {compiled_rmse:.3g} > allowed "

@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from torch_trt_ref.quantization import quantize
+from torch_trt_ref.quantization.ties import judge_tie_aware
 from torch_trt_ref.runtime.module import EngineModule
 
 from . import measure
@@ -100,14 +101,21 @@ def top1_agreement(reference: Any, result: Any) -> float | None:
 def accuracy(qmodel, args, kwargs, reference_fp32, result, tolerance: float) -> dict[str, Any]:
     """Max abs error and cosine against eager fp32 (reported), and the float64 rule against
     the eager quantized model: eager fp32 vs float64 of the quantized model (its quantizers
-    keep their float32 grid, Note [Quantizer arithmetic])."""
+    keep their float32 grid, Note [Quantizer arithmetic]); if that fails, the tie-aware
+    rule (torch_trt_ref/quantization/ties.py) decides and ``ties`` records its flips."""
     acc = measure.accuracy(reference_fp32, result)
     with torch.no_grad():
         eager_q = qmodel(*args, **kwargs)
     eager, eager64, notes = measure.references(qmodel, args, kwargs, torch.float32, eager_q)
     fake = measure.accuracy(eager_q, result)
-    acc.update(measure.float64_rule(result, eager, eager64, fake["max_abs_error"], tolerance,
-                                    notes), tolerance=tolerance,
+    rule = measure.float64_rule(result, eager, eager64, fake["max_abs_error"], tolerance, notes)
+    if eager64 is not None and not rule["passed"]:  # docs/quantization.md, "Rounding ties"
+        verdict, ties = judge_tie_aware(qmodel, args, kwargs, result, eager)
+        worst = verdict.worst()
+        rule.update(passed=verdict.passed, message=verdict.message, ties=ties,
+                    tie_aware=True, ratio=worst.ratio if worst else 0.0,
+                    compiled_rmse=worst.compiled_rmse if worst else 0.0)
+    acc.update(rule, tolerance=tolerance,
                oracle="eager quantized model", top1_vs_fp32=top1_agreement(reference_fp32,
                                                                             result))
     return acc

@@ -13,6 +13,21 @@ from torch.fx import Node
 from .._trt import to_trt_dtype, trt
 from ..settings import CompilationSettings
 
+# Note [Low-precision weights]: a pre-quantized weight (NVFP4 data and its FP8 block scales,
+# docs/quantization.md) is a constant of TensorRT type FP4 or FP8. The converter hands over
+# the tensor as the reference executor holds it (one value per byte, Note [Low-precision
+# tensors]); TensorRT's Weights get FP8 bytes as they are and FP4 packed two per byte, the
+# first element in the low nibble. The snapshot keeps the unpacked tensor.
+LOW_PRECISION_WEIGHTS = {torch.float8_e4m3fn: trt.fp8, torch.float4_e2m1fn_x2: trt.fp4}
+
+
+def pack_fp4(codes: torch.Tensor) -> torch.Tensor:
+    """FP4 codes held one per byte, packed two per byte as TensorRT stores FP4 weights."""
+    flat = codes.reshape(-1).view(torch.uint8) & 0xF
+    if flat.numel() % 2:
+        flat = torch.cat([flat, flat.new_zeros(1)])
+    return (flat[0::2] | (flat[1::2] << 4)).contiguous()
+
 
 @dataclass
 class ConversionContext:
@@ -59,6 +74,12 @@ class ConversionContext:
             tensor = tensor.to(dtype)
         tensor = tensor.cpu().contiguous()
         self._keepalive.append(tensor)
+        if tensor.dtype in LOW_PRECISION_WEIGHTS:  # Note [Low-precision weights]
+            buffer = pack_fp4(tensor) if tensor.dtype == torch.float4_e2m1fn_x2 else tensor
+            self._keepalive.append(buffer)
+            weights = trt.Weights(LOW_PRECISION_WEIGHTS[tensor.dtype], buffer.data_ptr(),
+                                  tensor.numel())
+            return weights, tensor, self.parameter_of(source)
         weights = trt.Weights(to_trt_dtype(tensor.dtype), tensor.data_ptr(), tensor.numel())
         return weights, tensor, self.parameter_of(source)
 

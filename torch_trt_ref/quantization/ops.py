@@ -96,13 +96,29 @@ def fake_block_quantize(x: torch.Tensor, block_size: int, amax: torch.Tensor | N
                          f"of block_size {block_size}")
     xf = x.float()
     a = xf.abs().amax() if amax is None else amax.float().reshape(()).to(x.device)
-    global_scale = a / (FP4_MAX * FP8_MAX)
-    blocks = xf.reshape(*x.shape[:-1], x.shape[-1] // block_size, block_size)
+    data, scale8, global_scale = nvfp4_blocks(xf, block_size, a)
+    return (data * (scale8.float() * global_scale)).reshape(x.shape).to(x.dtype)
+
+
+def nvfp4_blocks(x: torch.Tensor, block_size: int, amax: torch.Tensor):
+    """NVFP4 encoding of float32 ``x`` with global ``amax``: (E2M1 values, as float32, in
+    blocks of ``block_size`` along the last dim: shape (..., n // block_size, block_size);
+    E4M3 block scales (..., n // block_size, 1); the float32 global scale amax / (6 * 448))."""
+    global_scale = amax / (FP4_MAX * FP8_MAX)
+    blocks = x.reshape(*x.shape[:-1], x.shape[-1] // block_size, block_size)
     block_amax = blocks.abs().amax(-1, keepdim=True)
-    scale = (block_amax / FP4_MAX / global_scale).clamp(max=FP8_MAX)
-    scale = scale.to(torch.float8_e4m3fn).float() * global_scale
-    data = round_fp4(torch.where(scale == 0, 0.0, blocks / scale))
-    return (data * scale).reshape(x.shape).to(x.dtype)
+    scale8 = (block_amax / FP4_MAX / global_scale).clamp(max=FP8_MAX).to(torch.float8_e4m3fn)
+    scale = scale8.float() * global_scale
+    return round_fp4(torch.where(scale == 0, 0.0, blocks / scale)), scale8, global_scale
+
+
+def fp4_codes(values: torch.Tensor) -> torch.Tensor:
+    """E2M1 values (float32, on the grid) as TensorRT's FP4 held by the reference executor:
+    ``float4_e2m1fn_x2`` with ONE code per byte (sign in bit 3, magnitude index in bits 0-2;
+    Note [Low-precision tensors], runtime/reference/layers/common.py)."""
+    table = torch.tensor(FP4_VALUES, device=values.device)
+    index = (values.abs().unsqueeze(-1) == table).to(torch.uint8).argmax(-1).to(torch.uint8)
+    return (index | torch.signbit(values).to(torch.uint8) * 8).view(torch.float4_e2m1fn_x2)
 
 
 def _block_overload(x, block_size, amax, num_bits, exponent_bits, scale_num_bits,

@@ -17,7 +17,10 @@ from . import calibrate, ops
 
 PRECISIONS = {"int8": (8, 0), "fp8": (8, 4), "nvfp4": (4, 2)}
 NVFP4_BLOCK = 16
-QUANTIZABLE = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d)
+QUANTIZABLE = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d,
+               nn.ConvTranspose2d, nn.ConvTranspose3d)
+_CONV_TRANSPOSE = {1: nn.functional.conv_transpose1d, 2: nn.functional.conv_transpose2d,
+                   3: nn.functional.conv_transpose3d}
 
 
 class TensorQuantizer(nn.Module):
@@ -41,6 +44,10 @@ class TensorQuantizer(nn.Module):
             return x
         num_bits, exponent_bits = PRECISIONS[self.precision]
         if self.precision == "nvfp4":
+            if x.dim() > 3:  # TensorRT's NVFP4 takes 2-D/3-D: rows of the last dim, the same
+                flat = x.reshape(-1, x.shape[-1])  # blocks (convnext's, swin's 4-D Linears)
+                return ops.dynamic_block_quantize_op(flat, NVFP4_BLOCK, self.amax, 4, 2, 8,
+                                                     4).reshape(x.shape)
             return ops.dynamic_block_quantize_op(x, NVFP4_BLOCK, self.amax, 4, 2, 8, 4)
         return ops.quantize_op(x, self.amax, num_bits, exponent_bits, False,
                                self.precision == "int8")
@@ -51,10 +58,17 @@ class _Quantized:
     input and weight. The parameters keep their names (``fc.weight``), so refit and
     state_dict see the original layer."""
 
-    def forward(self, input: torch.Tensor) -> torch.Tensor:
+    def forward(self, input: torch.Tensor, output_size: list[int] | None = None
+                ) -> torch.Tensor:
         x, w = self.input_quantizer(input), self.weight_quantizer(self.weight)
         if isinstance(self, nn.Linear):
             return nn.functional.linear(x, w, self.bias)
+        if isinstance(self, nn.modules.conv._ConvTransposeNd):
+            nd = len(self.kernel_size)
+            pad = self._output_padding(input, output_size, self.stride, self.padding,
+                                       self.kernel_size, nd, self.dilation)
+            return _CONV_TRANSPOSE[nd](x, w, self.bias, self.stride, self.padding, pad,
+                                       self.groups, self.dilation)
         return self._conv_forward(x, w, self.bias)
 
 
@@ -84,6 +98,19 @@ def _skipped(skip: Iterable[str]):
     return lambda name: any(name == s or name.startswith(s + ".") for s in skip)
 
 
+def _weight_axis(module: nn.Module, precision: str) -> int | None:
+    """The per-channel axis of a weight quantizer: INT8 along the kernel's output channels,
+    axis 0 of a Linear/Conv weight and axis 1 of a ConvTranspose weight (PyTorch's
+    (in, out / groups, k...) layout; TensorRT's deconvolution kernel is per channel along
+    its output maps). A grouped ConvTranspose (its axis 1 holds out / groups channels) and
+    FP8 (TensorRT has no per-channel FP8) are per tensor."""
+    if precision != "int8":
+        return None
+    if isinstance(module, nn.modules.conv._ConvTransposeNd):
+        return 1 if module.groups == 1 else None
+    return 0
+
+
 def _insert(model: nn.Module, precision: str, skip: Iterable[str]) -> list[str]:
     """Turn every Linear/Conv not named in ``skip`` (a name or a prefix) into its quantized
     class; returns the names of the quantized layers."""
@@ -96,7 +123,7 @@ def _insert(model: nn.Module, precision: str, skip: Iterable[str]) -> list[str]:
             continue
         if precision == "nvfp4" and module.in_features % NVFP4_BLOCK:
             continue  # NVFP4 blocks of 16 along the reduction dim
-        weight_axis = 0 if precision == "int8" else None  # TensorRT: FP8 is per-tensor only
+        weight_axis = _weight_axis(module, precision)
         module.__class__ = _quantized_class(type(module))
         module.input_quantizer = TensorQuantizer(precision)
         module.weight_quantizer = TensorQuantizer(precision, weight_axis)
@@ -129,9 +156,10 @@ def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str =
              progress: bool = True, inplace: bool = False, attention: bool = False
              ) -> nn.Module:
     """Quantize ``model`` for ``precision`` ('int8', 'fp8', 'nvfp4'): quantizers on the input
-    (per-tensor) and weight (INT8: per-channel along axis 0; FP8: per-tensor; NVFP4: blocks
-    of 16, Linear layers with in_features % 16 == 0 only) of every Linear and Conv1d/2d/3d
-    not named in ``skip``. Activation ``amax`` is
+    (per-tensor) and weight (INT8: per-channel along the output channels, axis 0, or axis 1
+    of a ConvTranspose; FP8: per-tensor; NVFP4: blocks of 16, Linear layers with
+    in_features % 16 == 0 only) of every Linear, Conv1d/2d/3d and ConvTranspose1d/2d/3d not
+    named in ``skip``. Activation ``amax`` is
     calibrated with ``algorithm`` ('max', 'percentile', 'entropy') over ``calibration_data``
     (batches: a tensor, a tuple of positional inputs or a dict of keyword inputs); weight
     ``amax`` is the weight's max. ``attention``: also quantize both inputs of attention's
@@ -157,8 +185,8 @@ def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str =
                              "matmuls of activations")
     names = _insert(model.eval(), precision, skip)
     if not names:
-        raise ValueError("quantize: the model has no Linear or Conv1d/2d/3d layer left to "
-                         f"quantize (skip={list(skip)})")
+        raise ValueError("quantize: the model has no Linear or Conv/ConvTranspose layer left "
+                         f"to quantize (skip={list(skip)})")
     found = quantizers(model)
     for name, q in found.items():
         q.calibrator = calibrate.make(algorithm, q.axis, percentile)

@@ -123,6 +123,8 @@ def _weights(value: Any, source: torch.Tensor | None) -> torch.Tensor | None:
         if source is not None and value.ctypes.data == source.data_ptr():
             return source.reshape(-1)
         return torch.from_numpy(value.copy()).reshape(-1)
+    if source is not None and source.dtype == torch.float4_e2m1fn_x2:
+        return source.reshape(-1)  # packed in TensorRT (Note [Low-precision weights])
     nbytes = getattr(value, "nbytes", -1)
     if source is not None and nbytes == source.numel() * source.element_size():
         return source.reshape(-1)

@@ -12,7 +12,14 @@ import torch
 from torch.fx import Node
 
 from ..._trt import to_trt_dtype, trt
-from ...quantization.ops import FP4_MAX, FP8_MAX, QUANTIZE_OPS, format_of
+from ...quantization.ops import (
+    FP4_MAX,
+    FP8_MAX,
+    QUANTIZE_OPS,
+    format_of,
+    fp4_codes,
+    nvfp4_blocks,
+)
 from .. import helpers
 from .._trt_ops import EW
 from ..blocks.nodes import FLOAT_DTYPES, fake, node_args
@@ -59,11 +66,30 @@ def _quantize_supported(node: Node, settings) -> Optional[str]:
         return None
     if fmt == "fp8":
         return "TensorRT quantizes FP8 per tensor only (this amax is per channel)"
-    if axis != 0 or amax.dim() != x.dim():
-        return f"TensorRT quantizes per channel along axis 0 only (amax shape {list(amax.shape)})"
+    want = _kernel_axis(node)
+    if axis != want or amax.dim() != x.dim():
+        return (f"TensorRT quantizes a kernel per channel along its output channels only: axis "
+                f"0, or axis 1 of a deconvolution (groups 1) kernel (amax shape "
+                f"{list(amax.shape)}{', read by a deconvolution' if want == 1 else ''})"
+                if want is not None else
+                "TensorRT quantizes a grouped deconvolution's kernel per tensor only (its axis "
+                "1 holds out_channels / groups)")
     if constant_value(args["input"]) is None:
         return "TensorRT quantizes activations per tensor only (per channel: weights)"
     return None
+
+
+def _kernel_axis(node: Node) -> Optional[int]:
+    """The output-channel axis of the kernel a weight quantizer feeds: 1 when every reader is
+    a transposed convolution (PyTorch's (in, out / groups, k...) kernel: TensorRT's
+    IDeconvolutionLayer takes per-channel scales along its output maps), None when one of
+    those is grouped (no single axis holds the output maps), else 0."""
+    readers = list(node.users)
+    deconv = [u for u in readers if u.target == torch.ops.aten.convolution.default
+              and node_args(u)["transposed"] and node_args(u)["weight"] is node]
+    if not readers or len(deconv) != len(readers):
+        return 0
+    return 1 if all(node_args(u)["groups"] == 1 for u in deconv) else None
 
 
 def _zero_only_where_zero(amax: torch.Tensor, weight: Optional[torch.Tensor]) -> bool:
@@ -132,23 +158,36 @@ def _block_supported(node: Node, settings) -> Optional[str]:
     return None
 
 
+# Note [NVFP4 weights]: TensorRT takes NVFP4 weights pre-quantized (an FP4 constant and its
+# FP8 block-scale constant, each behind an IDequantizeLayer: "when using pre-quantized
+# weights, an IDequantizeLayer is required between the weights and the linear operator"),
+# as Torch-TensorRT's NVFP4 converter builds them; IDynamicQuantizeLayer is for activations.
+# A weight quantizer's input is a constant here, so the converter encodes it at build time
+# (quantization.ops.nvfp4_blocks, the eager kernel's own arithmetic) in torch calls that the
+# weight program records: refit re-encodes new weights as a fresh compile would.
 @converter(block_quantize_op, validator=_block_supported, family="quantize",
-           constants=("amax",))
+           constants=("input", "amax"))
 def block_quantize(ctx, input, block_size, amax, num_bits, exponent_bits, scale_num_bits,
                    scale_exponent_bits):
     """NVFP4: global scale = amax / (6 * 448); IDynamicQuantizeLayer computes the FP8 block
-    scales and FP4 data along the last dim; the block scales are dequantized with the global
-    scale and the data with the dequantized block scales."""
+    scales and FP4 data along the last dim of an activation (a weight is encoded at build
+    time: Note [NVFP4 weights]); the block scales are dequantized with the global scale and
+    the data with the dequantized block scales."""
     dtype = helpers.dtype_of(input)
-    x = ctx.constant(input) if isinstance(input, torch.Tensor) else input
-    axis = len(x.shape) - 1
     global_scale = ctx.constant((amax.float() / (FP4_MAX * FP8_MAX)).reshape(()).to(dtype))
-    layer = ctx.name_layer(ctx.net.add_dynamic_quantize(x, axis, block_size, trt.fp4, trt.fp8),
-                           "dynamic_quantize")
-    layer.set_input(1, global_scale)
-    scales = ctx.name_layer(ctx.net.add_dequantize(layer.get_output(1), global_scale,
+    if isinstance(input, torch.Tensor):  # a weight: Note [NVFP4 weights]
+        values, scale8, _ = nvfp4_blocks(input.float(), block_size, amax.float().reshape(()))
+        data_in = ctx.constant(fp4_codes(values).reshape(input.shape))
+        scales_in = ctx.constant(scale8.squeeze(-1))
+    else:
+        layer = ctx.name_layer(ctx.net.add_dynamic_quantize(
+            input, len(input.shape) - 1, block_size, trt.fp4, trt.fp8), "dynamic_quantize")
+        layer.set_input(1, global_scale)
+        data_in, scales_in = layer.get_output(0), layer.get_output(1)
+    axis = len(data_in.shape) - 1
+    scales = ctx.name_layer(ctx.net.add_dequantize(scales_in, global_scale,
                                                    to_trt_dtype(dtype)), "dequantize")
-    data = ctx.name_layer(ctx.net.add_dequantize(layer.get_output(0), scales.get_output(0),
+    data = ctx.name_layer(ctx.net.add_dequantize(data_in, scales.get_output(0),
                                                  to_trt_dtype(dtype)), "dequantize")
     data.axis = axis
     return data.get_output(0)
