@@ -41,8 +41,7 @@ def run_command(args, pool_factory=Pool) -> int:
     suite = suites.suite(args.suite)
     rev = revision()
     load_start, loaded = wait_for_quiet(args.max_wait, args.load_limit)
-    with pool_factory(None, args.log) as pool:
-        series = run_suite(suite, pool, args.processes)
+    series = run_suite(suite, lambda: pool_factory(None, args.log), args.processes)
     for s in series.values():
         print(f"{s.name:60s} {s.statistic():12.6g} {s.unit:4s} ({len(s.samples)} samples)")
     if args.json:
@@ -56,11 +55,10 @@ def calibrate_command(args, pool_factory=Pool) -> int:
     suite = suites.suite(args.suite)
     rev = revision()  # every calibration run is labelled with the commit it started at
     paths = []
-    for i in range(args.runs):  # fresh servers each run, as every gate run has
+    for i in range(args.runs):
         say(f"calibration run {i + 1}/{args.runs}")
         load_start, loaded = wait_for_quiet(args.max_wait, args.load_limit)
-        with pool_factory(None, args.log) as pool:
-            series = run_suite(suite, pool, args.processes)
+        series = run_suite(suite, lambda: pool_factory(None, args.log), args.processes)
         paths.append(_record(args, series, load_start, loaded, rev))
     calibration = noise.calibrate([history.read_run(p) for p in paths])
     out = noise.write_calibration(calibration, args.noise)
@@ -82,7 +80,9 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> 
     started = time.monotonic()
     load_start, _ = wait_for_quiet(args.max_wait, args.load_limit)
     with pool_factory(None, args.log) as pool, contextlib.ExitStack() as stack:
-        run = screen_run(suite, pool, runs, calibration, annotations, args.processes)
+        # the screen opens new servers each round; ``pool`` (side A) starts on first use
+        run = screen_run(suite, lambda: pool_factory(None, args.log), runs, calibration,
+                         annotations, args.processes)
         _print_screen(run, args.max_suspects, out)
         base = args.base or runs[-1].commit
         chosen = rules.suspects(run.rows, args.max_suspects)

@@ -43,12 +43,13 @@ class GateRun:
         return next((r.ratio for r in self.rows if r.name == rules.CANARY_SERIES), None)
 
 
-def screen_run(suite: Suite, pool, runs: list[history.Run], calibration: dict | None,
+def screen_run(suite: Suite, open_pool, runs: list[history.Run], calibration: dict | None,
                annotations: list[dict], processes: int | None = None,
                inject: dict[str, dict] | None = None) -> GateRun:
-    """Measure ``suite`` on ``pool`` (``inject``: a test-only slowdown per group) and screen
-    it against ``runs``, relative to the canary when the machine drifted."""
-    current = run_suite(suite, pool, processes, inject=inject)
+    """Measure ``suite`` on servers from ``open_pool()`` (``inject``: a test-only slowdown
+    per group) and screen it against ``runs``, relative to the canary when the machine
+    drifted."""
+    current = run_suite(suite, open_pool, processes, inject=inject)
     rows = rules.screen(current, runs, calibration, annotations)
     drift = rules.machine_drift(rows)
     if drift:

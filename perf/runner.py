@@ -1,5 +1,6 @@
 """One run of a suite: wait for the machine to quieten (bounded), measure every group in
-fresh processes (round-robin, so slow drift spreads evenly), and the run's header (commit,
+fresh processes (round-robin, so slow drift spreads evenly; new measuring servers each
+round), and the run's header (commit,
 machine, load at start and end, versions) for perf/history."""
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import sys
 import time
 from importlib import metadata
 from pathlib import Path
+from typing import Callable
 
 from zoo.schema import cpu_model
 
@@ -45,23 +47,26 @@ def wait_for_quiet(max_wait: float = MAX_WAIT, limit: float | None = None,
     return load, load[0] > limit
 
 
-def run_suite(suite: Suite, pool: Pool, processes: int | None = None,
+def run_suite(suite: Suite, open_pool: Callable[[], Pool], processes: int | None = None,
               groups: list[str] | None = None,
               inject: dict[str, dict] | None = None) -> dict[str, history.Series]:
-    """Every group of ``suite`` (or ``groups``) measured in ``processes`` fresh processes;
-    ``inject`` maps a group to its test-only slowdown (perf/inject.py)."""
-    groups = groups or suite.groups(pool.families() if suite.families else [])
+    """Every group of ``suite`` (or ``groups``) measured in ``processes`` rounds, each round
+    one fresh process per group forked from new measuring servers (``open_pool()``: a
+    server's layout and heap are shared by every child it forks, so servers are sampled
+    too); ``inject`` maps a group to its test-only slowdown (perf/inject.py)."""
     processes = processes or suite.processes
     series: dict[str, history.Series] = {}
     start = time.monotonic()
     for rep in range(processes):
-        for i, group in enumerate(groups, 1):
-            if i % 10 == 1 or i == len(groups):
-                say(f"process round {rep + 1}/{processes}: {group} ({i}/{len(groups)}, "
-                    f"{time.monotonic() - start:.0f} s)")
-            for name, v in pool.measure(group, (inject or {}).get(group)).items():
-                s = series.setdefault(name, history.Series(name, v["unit"], v["type"]))
-                s.samples.append(v["value"])
+        with open_pool() as pool:
+            groups = groups or suite.groups(pool.families() if suite.families else [])
+            for i, group in enumerate(groups, 1):
+                if i % 10 == 1 or i == len(groups):
+                    say(f"process round {rep + 1}/{processes}: {group} ({i}/{len(groups)}, "
+                        f"{time.monotonic() - start:.0f} s)")
+                for name, v in pool.measure(group, (inject or {}).get(group)).items():
+                    s = series.setdefault(name, history.Series(name, v["unit"], v["type"]))
+                    s.samples.append(v["value"])
     return series
 
 

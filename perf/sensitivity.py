@@ -85,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
             say(f"trial {i + 1}/{args.trials} ({time.monotonic() - started:.0f} s)")
             load, t0 = os.getloadavg()[0], time.monotonic()
             with Pool(log=log) as pool, Pool(tree, log) as base:
-                run = screen_run(suite, pool, runs, calibration, annotations, inject=inject)
+                run = screen_run(suite, lambda: Pool(log=log), runs, calibration, annotations,
+                                 inject=inject)
                 confirm_run(run, pool, lambda: base, gate.MAX_SUSPECTS, inject=inject,
                             out=say)
             results["trials"].append(_trial(run, load, time.monotonic() - t0))

@@ -271,10 +271,10 @@ def test_a_series_measured_only_before_a_machine_change_is_new(tmp_path):
                                                  history.load_annotations(tmp_path))
 
 
-def test_calibration_measures_each_run_with_fresh_servers(tmp_path):
-    """Servers are a unit of noise (a server's allocation history is shared by every child
-    it forks), so the noise model must see several: ``perf calibrate`` opens new measuring
-    servers for each run."""
+def test_every_round_of_a_run_measures_on_fresh_servers(tmp_path):
+    """Servers are a unit of noise (a server's heap and layout are shared by every child
+    it forks), so runs must sample several: each round of every calibration run measures
+    on new measuring servers."""
     from perf.cli import calibrate_command
 
     parser = argparse.ArgumentParser()
@@ -291,7 +291,7 @@ def test_calibration_measures_each_run_with_fresh_servers(tmp_path):
         return opened[-1]
 
     assert calibrate_command(args, pool_factory=factory) == 0
-    assert len(opened) == 5 and all(len(p.calls) == 2 * 2 for p in opened)
+    assert len(opened) == 5 * 2 and all(p.calls == ["compile:m", "canary"] for p in opened)
     assert len(history.load_runs(tmp_path)) == 5
 
 
