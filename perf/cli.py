@@ -126,7 +126,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", choices=sorted(suites.SUITES), default="quick",
                    help="what to measure (default quick: the CI suite)")
     p.add_argument("--processes", type=int, default=None,
-                   help="fresh processes per group (default: the suite's)")
+                   help="rounds of new measuring servers, a fresh process per group in "
+                        "each (a compile group gets the suite's compile_children per round; "
+                        "default: the suite's rounds)")
     p.add_argument("--history", type=Path, default=history.HISTORY_DIR,
                    help="run history directory (default perf/history)")
     p.add_argument("--noise", type=Path, default=noise.NOISE_FILE,

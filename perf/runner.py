@@ -51,9 +51,10 @@ def run_suite(suite: Suite, open_pool: Callable[[], Pool], processes: int | None
               groups: list[str] | None = None,
               inject: dict[str, dict] | None = None) -> dict[str, history.Series]:
     """Every group of ``suite`` (or ``groups``) measured in ``processes`` rounds, each round
-    one fresh process per group forked from new measuring servers (``open_pool()``: a
-    server's layout and heap are shared by every child it forks, so servers are sampled
-    too); ``inject`` maps a group to its test-only slowdown (perf/inject.py)."""
+    ``suite.children(group)`` fresh processes per group forked from new measuring servers
+    (``open_pool()``: a server's layout and heap are shared by every child it forks, so
+    servers are sampled too); ``inject`` maps a group to its test-only slowdown
+    (perf/inject.py)."""
     processes = processes or suite.processes
     series: dict[str, history.Series] = {}
     start = time.monotonic()
@@ -64,9 +65,10 @@ def run_suite(suite: Suite, open_pool: Callable[[], Pool], processes: int | None
                 if i % 10 == 1 or i == len(groups):
                     say(f"process round {rep + 1}/{processes}: {group} ({i}/{len(groups)}, "
                         f"{time.monotonic() - start:.0f} s)")
-                for name, v in pool.measure(group, (inject or {}).get(group)).items():
-                    s = series.setdefault(name, history.Series(name, v["unit"], v["type"]))
-                    s.samples.append(v["value"])
+                for _ in range(suite.children(group)):
+                    for name, v in pool.measure(group, (inject or {}).get(group)).items():
+                        s = series.setdefault(name, history.Series(name, v["unit"], v["type"]))
+                        s.samples.append(v["value"])
     return series
 
 

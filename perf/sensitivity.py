@@ -1,17 +1,20 @@
 """Sensitivity of the whole gate (issue 23, "What it must show"): each trial is one complete
 ``perf gate`` run (the quick suite measured on this tree, screened against perf/history,
 suspects confirmed A/B against HEAD checked out as a git worktree) with three test-only
-slowdowns from perf/inject.py, each in its own group, so one trial tests all three:
+slowdowns from perf/inject.py, so one trial tests all three:
 
 - family: converter family FAMILY made 20% slower (series family/FAMILY/cpu);
-- compile: the whole compile() of MODEL made 30% slower (series compile/MODEL/cpu/total);
+- compile: the whole ``compile()`` made 30% slower, in every model of the suite (series
+  compile/MODEL/cpu/total of each); the trial flags it when the gate calls at least one of
+  them REGRESSED (the gate then fails), and the rate of each model is kept too;
 - unsupported: OP made unsupported in MODEL2 (its work counters, the exact path).
 
-The groups are measured in separate fresh processes, so one injection cannot reach another
-group's series. Every series outside the three injected groups is a control, and so are the
-injected groups' series that the injection does not touch (the compile's per-phase CPU,
-peak RSS, latency). Writes perf/results/sensitivity.json (every trial's screen and every
-confirmation's samples); tests/test_perf_gate.py re-judges them and checks the rates."""
+Every group is measured in its own fresh processes. Every series the injections do not aim
+at is a control: the other 22 families, the canary, and every compile's per-phase CPU, peak
+RSS and latency (the slowdown spins after ``compile()`` returns, so its phases are not
+touched), except MODEL2's group, whose partition the unsupported op changes. Writes
+perf/results/sensitivity.json (every trial's screen and every confirmation's samples);
+tests/test_perf_gate.py re-judges them and checks the rates."""
 
 from __future__ import annotations
 
@@ -31,17 +34,20 @@ from .worker import ROOT, Pool
 OUT = ROOT / "perf" / "results" / "sensitivity.json"
 
 
-def injections(args) -> dict[str, dict]:
-    """The test-only slowdown of each injected group."""
-    return {f"family:{args.family}": {"family": args.family, "slower": 0.2},
-            f"compile:{args.model}": {"compile_slower": 0.3},
-            f"compile:{args.model2}": {"unsupported": args.op}}
+def injections(args, models: tuple[str, ...]) -> dict[str, dict]:
+    """The test-only slowdown of each injected group (``models``: the suite's)."""
+    inject = {f"compile:{m}": {"compile_slower": 0.3} for m in models}
+    inject[f"compile:{args.model2}"] = {**inject.get(f"compile:{args.model2}", {}),
+                                        "unsupported": args.op}
+    inject[f"family:{args.family}"] = {"family": args.family, "slower": 0.2}
+    return inject
 
 
-def targets(args) -> dict[str, str]:
-    """Scenario -> the series (or, for the exact path, the series prefix) it must flag."""
+def targets(args, models: tuple[str, ...]) -> dict[str, str | list[str]]:
+    """Scenario -> the series it must flag (for the exact path, a series prefix; for the
+    whole compile, the list of every model's total)."""
     return {"family": f"family/{args.family}/cpu",
-            "compile": f"compile/{args.model}/cpu/total",
+            "compile": [f"compile/{m}/cpu/total" for m in models],
             "unsupported": f"compile/{args.model2}/count/"}
 
 
@@ -64,7 +70,6 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--trials", type=int, default=20)
     p.add_argument("--family", default="elementwise")
-    p.add_argument("--model", default="lgamma_graph")
     p.add_argument("--model2", default="unconvertible")
     p.add_argument("--op", default="aten.relu.default")
     p.add_argument("--out", type=Path, default=OUT)
@@ -73,9 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     runs = history.load_runs(suite=suite.name)
     calibration = noise.load_calibration()
     annotations = history.load_annotations()
-    inject = injections(args)
+    inject = injections(args, suite.models)
     results: dict = {"params": {**{k: v for k, v in vars(args).items() if k != "out"},
-                                "injections": inject, "targets": targets(args),
+                                "injections": inject, "targets": targets(args, suite.models),
                                 "history_runs": len(runs), **gate.PARAMS},
                      "trials": []}
     started = time.monotonic()
@@ -98,28 +103,33 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def summarize(results: dict) -> dict:
-    """Per scenario, the trials whose gate run called its target REGRESSED; per control
-    series, how many trials called it REGRESSED (only those that ever were)."""
+    """Per scenario, the trials whose gate run called its target REGRESSED (the whole
+    compile: any model's total; each model's own rate under ``compile_by_series``); per
+    control series, how many trials called it REGRESSED (only those that ever were)."""
     goals = results["params"]["targets"]
-    hit = {name: sum(any(s.startswith(goals[name]) if name == "unsupported"
-                         else s == goals[name] for s in t["regressed"])
-                     for t in results["trials"]) for name in goals}
+    trials = results["trials"]
+    hit = {"family": sum(goals["family"] in t["regressed"] for t in trials),
+           "compile": sum(bool(set(t["regressed"]) & set(goals["compile"])) for t in trials),
+           "unsupported": sum(any(s.startswith(goals["unsupported"]) for s in t["regressed"])
+                              for t in trials)}
     controls: dict[str, int] = {}
-    for t in results["trials"]:
+    for t in trials:
         for s in t["regressed"]:
             if not is_target(s, goals):
                 controls[s] = controls.get(s, 0) + 1
-    return {"trials": len(results["trials"]), "flagged": hit, "controls_regressed": controls,
-            "seconds": results.get("seconds")}
+    return {"trials": len(trials), "flagged": hit,
+            "compile_by_series": {n: sum(n in t["regressed"] for t in trials)
+                                  for n in goals["compile"]},
+            "controls_regressed": controls, "seconds": results.get("seconds")}
 
 
-def is_target(series: str, goals: dict[str, str]) -> bool:
-    """Whether ``series`` is what an injection aims at: the two slowed-down series, or
-    any series of the group with the unsupported op (its counts, and the times and memory
-    of a compile that now has a different partition)."""
+def is_target(series: str, goals: dict) -> bool:
+    """Whether ``series`` is what an injection aims at: the slowed-down family and compile
+    totals, or any series of the group with the unsupported op (its counts, and the times
+    and memory of a compile that now has a different partition)."""
     unsupported_group = goals["unsupported"].rsplit("/", 2)[0] + "/"
-    return series in (goals["family"], goals["compile"]) or series.startswith(
-        unsupported_group)
+    return (series == goals["family"] or series in goals["compile"]
+            or series.startswith(unsupported_group))
 
 
 if __name__ == "__main__":

@@ -78,24 +78,43 @@ def serve(kind: str) -> None:
     prepared: dict = {}
     if kind == "families":
         prepared["families"] = measure.load_family_graphs()
-    else:  # build each model once: its imports (transformers, torchvision) happen here
-        from zoo.registry import get
-
-        from .suites import SUITES
-
-        for name in sorted({m for s in SUITES.values() for m in s.models}):
-            get(name).factory()
-    gc.collect()
-    gc.freeze()  # forked children share these objects; their collections skip them
+    _freeze()
     groups = sorted(prepared.get("families", {}))
     for line in sys.stdin:
         request = json.loads(line)
         if request.get("op") == "groups":
             reply = {"families": groups, "library": torch_trt_ref.__file__}
         else:
-            reply = fork_measure(request["group"], prepared, request.get("inject"))
+            reply = _warm(request["group"], prepared) or fork_measure(
+                request["group"], prepared, request.get("inject"))
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
+
+
+def _freeze() -> None:
+    gc.collect()
+    gc.freeze()  # forked children share these objects; their collections skip them
+
+
+def _warm(group: str, prepared: dict) -> dict | None:
+    """Before the first fork for a model, build it once in the server, so its imports
+    (transformers, torchvision) and first-use costs are paid here, not in a measured child;
+    only the models a run asks for are built (a server is opened every round). Returns an
+    error reply when the model cannot be built."""
+    kind, _, name = group.partition(":")
+    warm = prepared.setdefault("warm", set())
+    if kind != "compile" or name in warm:
+        return None
+    from zoo.registry import get
+
+    try:
+        get(name).factory()
+    except Exception as err:  # noqa: BLE001  (reported to the client)
+        return {"group": group, "error": f"{type(err).__name__}: {err}",
+                "traceback": traceback.format_exc()}
+    warm.add(name)
+    _freeze()
+    return None
 
 
 class MeasureError(RuntimeError):
