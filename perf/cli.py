@@ -82,12 +82,11 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> 
     with pool_factory(None, args.log) as pool, contextlib.ExitStack() as stack:
         # the screen opens new servers each round; ``pool`` (side A) starts on first use
         run = screen_run(suite, lambda: pool_factory(None, args.log), runs, calibration,
-                         annotations, args.processes)
-        _print_screen(run, args.max_suspects, out)
+                         annotations, args.processes, max_suspects=args.max_suspects)
+        _print_screen(run, out)
         base = args.base or runs[-1].commit
-        chosen = rules.suspects(run.rows, args.max_suspects)
-        if chosen:
-            out(f"confirming {len(chosen)} suspects A/B against {base[:10]} (ABBA, "
+        if run.chosen:
+            out(f"confirming {len(run.chosen)} suspects A/B against {base[:10]} (ABBA, "
                 f"{args.ab_each or rules.AB_EACH} processes a side for compiles, "
                 f"{args.ab_each or rules.CHEAP_AB_EACH} for micro-benchmarks)")
 
@@ -95,7 +94,7 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> 
             return stack.enter_context(pool_factory(stack.enter_context(checkout(base)),
                                                     args.log))
 
-        confirm_run(run, pool, base_pool, args.max_suspects, args.ab_each, out=out)
+        confirm_run(run, pool, base_pool, args.ab_each, out=out)
     if run.unconfirmed:
         out(f"WARNING: {len(run.chosen)} suspects left unconfirmed: {run.unconfirmed}")
     out(rules.summary(run.rows, len(run.chosen) + len(run.exact), len(run.regressed),
@@ -104,13 +103,13 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> 
     return 1 if run.regressed else 0
 
 
-def _print_screen(run, max_suspects: int, out) -> None:
+def _print_screen(run, out) -> None:
     if run.drift:
         out(f"machine drift: the canary and most time series moved x{run.drift:.2f}; time "
             "series are screened relative to the canary")
     for row in run.exact:
         out(rules.exact_line(row))
-    for row in rules.suspects(run.rows, max_suspects):
+    for row in run.chosen:
         out(f"suspect {row.name}: x{row.ratio:.3f} vs history median, {row.z:.1f} "
             f"spreads ({row.spread.source} spread {row.spread.value:.3f})")
     moved = sorted((r for r in run.rows if r.spread and r.verdict != "suspect"),

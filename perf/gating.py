@@ -45,24 +45,24 @@ class GateRun:
 
 def screen_run(suite: Suite, open_pool, runs: list[history.Run], calibration: dict | None,
                annotations: list[dict], processes: int | None = None,
-               inject: dict[str, dict] | None = None) -> GateRun:
+               inject: dict[str, dict] | None = None,
+               max_suspects: int = rules.MAX_SUSPECTS) -> GateRun:
     """Measure ``suite`` on servers from ``open_pool()`` (``inject``: a test-only slowdown
     per group) and screen it against ``runs``, relative to the canary when the machine
-    drifted."""
+    drifted; the suspects to confirm are at most ``max_suspects``, furthest first."""
     current = run_suite(suite, open_pool, processes, inject=inject)
     rows = rules.screen(current, runs, calibration, annotations)
     drift = rules.machine_drift(rows)
     if drift:
         rows = rules.screen(current, runs, calibration, annotations, drift)
-    return GateRun(rows, drift)
+    return GateRun(rows, drift, rules.suspects(rows, max_suspects))
 
 
-def confirm_run(run: GateRun, pool, base_pool: Callable[[], object], max_suspects: int,
+def confirm_run(run: GateRun, pool, base_pool: Callable[[], object],
                 ab_each: int | None = None, inject: dict[str, dict] | None = None,
                 out: Callable[[str], None] = lambda line: None) -> GateRun:
-    """Confirm ``run``'s suspects (at most ``max_suspects``, furthest first) against the
-    pool ``base_pool()`` opens on first use; ``out`` gets each confirmation's line."""
-    run.chosen = rules.suspects(run.rows, max_suspects)
+    """Confirm ``run``'s chosen suspects against the pool ``base_pool()`` opens on first
+    use; ``out`` gets each confirmation's line."""
     if not run.chosen:
         return run
     try:

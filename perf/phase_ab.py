@@ -26,8 +26,8 @@ import gc, json, sys, time, warnings
 warnings.filterwarnings("ignore")
 import torch, torch_trt_ref
 from torch_trt_ref.memory import PeakRSS
-from zoo.partition_anchor import _models
-model, x = _models()[sys.argv[1]]()
+from zoo.partition_anchor import peer_models
+model, x = peer_models()[sys.argv[1]]()
 model.eval()
 with torch.no_grad():
     torch.export.export(model, (x,))

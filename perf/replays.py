@@ -1,7 +1,7 @@
 """Change-point replays on recorded noise (issue 23, "History"): each gated time or memory
 series' run-to-run deviations, taken from quiet runs this machine recorded (perf/history
-runs since the last machine annotation, each against its commit's median, and the control
-series of the whole-gate sensitivity trials in perf/results/sensitivity.json), are redrawn
+runs since the last machine annotation, each against its commit's median, and the series
+of the whole-gate sensitivity trials in perf/results/sensitivity.json), are redrawn
 into 40-point series, seeded; with a 15% step added from point 25 the detector must find
 one change within 2 points of it, without one it must find none.
 
@@ -27,11 +27,11 @@ POINTS, STEP_AT, STEP = 40, 25, 1.15
 MIN_DEVIATIONS = 15  # fewer recorded runs than this: too little noise to redraw from
 
 
-def recorded_deviations(runs: list[history.Run], trials: list[dict] | None = None,
-                        skip=lambda name: False) -> dict[str, list[float]]:
+def recorded_deviations(runs: list[history.Run],
+                        trials: list[dict] | None = None) -> dict[str, list[float]]:
     """Per gated series, log deviations of each quiet run's statistic from the median of
     its commit's runs, and of the log ratio each sensitivity trial screened from the median
-    of the trials (one commit; ``skip``: the series an injection touched)."""
+    of the trials (one commit)."""
     by_commit: dict[tuple[str, str], list[float]] = {}
     for run in runs:
         if run.loaded:
@@ -42,7 +42,7 @@ def recorded_deviations(runs: list[history.Run], trials: list[dict] | None = Non
     measured = {name for name, _ in by_commit}
     for trial in trials or []:  # one commit: their own group, whatever their baseline was
         for name, row in trial["screen"].items():
-            if name in measured and row["ratio"] and not skip(name):
+            if name in measured and row["ratio"]:
                 by_commit.setdefault((name, "trials"), []).append(math.log(row["ratio"]))
     out: dict[str, list[float]] = {}
     for (name, _), logs in by_commit.items():
@@ -83,15 +83,15 @@ def since_machine_change(runs: list[history.Run], annotations: list[dict]) -> li
 
 
 def all_rates(runs: list[history.Run], sensitivity: dict | None) -> dict[str, dict]:
-    from .sensitivity import is_target
-
-    trials, skip = [], lambda name: False
-    if sensitivity:
-        goals = sensitivity["params"]["targets"]
-        trials, skip = sensitivity["trials"], lambda name: is_target(name, goals)
+    """Replay rates of every gated series. The sensitivity trials' series count whether an
+    injection touched them or not: an injection moves every trial alike (a compile 30%
+    slower spins in proportion to its own CPU time, so its log deviations are the
+    uninjected ones), and deviations are taken from the trials' own median; what an
+    injection adds (the family's per-process spin calibration) is noise, never less."""
+    trials = sensitivity["trials"] if sensitivity else []
     types = {n: s.type for r in runs for n, s in r.series.items()}
     return {name: replay_rates(devs, types[name], seed=i) for i, (name, devs) in
-            enumerate(sorted(recorded_deviations(runs, trials, skip).items()))}
+            enumerate(sorted(recorded_deviations(runs, trials).items()))}
 
 
 def main() -> int:

@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             with Pool(log=log) as pool, Pool(tree, log) as base:
                 run = screen_run(suite, lambda: Pool(log=log), runs, calibration, annotations,
                                  inject=inject)
-                confirm_run(run, pool, lambda: base, gate.MAX_SUSPECTS, inject=inject,
+                confirm_run(run, pool, lambda: base, inject=inject,
                             out=say)
             results["trials"].append(_trial(run, load, time.monotonic() - t0))
             results["seconds"] = round(time.monotonic() - started)

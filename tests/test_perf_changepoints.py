@@ -172,13 +172,28 @@ def _recorded_rates() -> dict[str, dict]:
     return replays.all_rates(runs, trials)
 
 
-# Series whose recorded run-to-run noise (every round on new servers, session 10) is too
-# large for a 15% step in 40 points: TensorRT's build phase (sd 0.05-0.11 of a run), and
-# three phases of a few milliseconds to ~0.1 s (sd 0.04-0.08), which miss the step or show
-# changes without one (perf/results/replays.json)
-NOISY = ("compile/bert_2layer/cpu/build", "compile/resnet18/cpu/build",
-         "compile/bert_2layer/cpu/conversion", "compile/lgamma_graph/cpu/conversion",
-         "compile/resnet18/cpu/capture")
+# Series whose recorded noise (session 11: 10 quiet history runs and 20 sensitivity trials,
+# 3 processes per compile per round) gives the detector changes without a step or misses
+# the step (perf/results/replays.json). All but unconvertible's conversion phase meet the
+# rule without trial 14 of the sensitivity run, one disturbed gate run (lgamma_graph's
+# phases +13-26%, canary x1.00): redrawn twice side by side it forms a 2-point blip, which
+# the ">= 2 points after a change" rule accepts as two changes. docs/regressions.md
+NOISY = (
+    "compile/bert_2layer/cpu/partition",
+    "compile/bert_2layer/cpu/total",
+    "compile/lgamma_graph/cpu/build",
+    "compile/lgamma_graph/cpu/capture",
+    "compile/lgamma_graph/cpu/conversion",
+    "compile/lgamma_graph/cpu/lowering",
+    "compile/lgamma_graph/cpu/partition",
+    "compile/lgamma_graph/cpu/total",
+    "compile/resnet18/cpu/build",
+    "compile/resnet18/cpu/lowering",
+    "compile/unconvertible/cpu/capture",
+    "compile/unconvertible/cpu/conversion",
+    "compile/unconvertible/cpu/lowering",
+    "compile/unconvertible/cpu/total",
+)
 
 
 def test_steps_in_recorded_noise_are_found_and_pure_noise_gives_none():
@@ -193,9 +208,25 @@ def test_steps_in_recorded_noise_are_found_and_pure_noise_gives_none():
     assert not missed
 
 
-@pytest.mark.xfail(strict=True, reason="TensorRT's build phase and three short phases are too "
-                   "noisy run to run (sd 0.04-0.11) for a 15% step in 40 points; "
-                   "docs/regressions.md")
+@pytest.mark.xfail(strict=True, reason="one disturbed run of 30 recorded (a sensitivity "
+                   "trial, +13-26% on short phases) redrawn twice in a row is a 2-point blip "
+                   "the detector calls two changes; unconvertible's 2 ms conversion phase "
+                   "(sd 0.066) misses the step; docs/regressions.md")
 def test_the_noisiest_series_meet_the_replay_rule_too():
     rates = _recorded_rates()
     assert all(rates[n]["found"] >= 95 and not rates[n]["false_changes"] for n in NOISY)
+
+
+DISTURBED_TRIAL = 13  # trial 14 of perf/results/sensitivity.json (0-based index)
+
+
+def test_the_misses_come_from_one_disturbed_run():
+    """The NOISY list's cause, checked: the same replays without trial 14 leave only
+    unconvertible's 2 ms conversion phase outside the rule."""
+    runs = replays.since_machine_change(history.load_runs(suite="quick"),
+                                        history.load_annotations())
+    trials = json.loads((replays.RESULTS / "sensitivity.json").read_text())
+    del trials["trials"][DISTURBED_TRIAL]
+    rates = replays.all_rates(runs, trials)
+    missed = sorted(n for n, r in rates.items() if r["found"] < 95 or r["false_changes"])
+    assert missed == ["compile/unconvertible/cpu/conversion"]

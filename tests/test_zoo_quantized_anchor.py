@@ -41,7 +41,7 @@ def test_attention_quantizers_add_no_engine_with_mul_forced():
     from torch_trt_ref.compiler import lower_program
     from torch_trt_ref.partitioning import partition
     from torch_trt_ref.settings import CompilationSettings
-    from zoo.partition_anchor import MIN_BLOCK_SIZE, _models
+    from zoo.partition_anchor import MIN_BLOCK_SIZE, peer_models
     from zoo.quantized import prepare
 
     settings = CompilationSettings(min_block_size=MIN_BLOCK_SIZE,
@@ -49,7 +49,7 @@ def test_attention_quantizers_add_no_engine_with_mul_forced():
     engines = []
     for attention in (None, True):
         torch.manual_seed(0)
-        model, example = _models()["bert_tiny_2l"]()
+        model, example = peer_models()["bert_tiny_2l"]()
         if attention:
             model, _ = prepare(model.eval(), "int8", (example,), {}, attention=True)
         gm = lower_program(capture(model.eval(), [example]), settings)

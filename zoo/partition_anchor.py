@@ -57,7 +57,7 @@ class _Tensors(torch.nn.Module):
         return tuple(t for t in out.to_tuple() if isinstance(t, torch.Tensor))
 
 
-def _models() -> dict[str, Callable[[], tuple[torch.nn.Module, torch.Tensor]]]:
+def peer_models() -> dict[str, Callable[[], tuple[torch.nn.Module, torch.Tensor]]]:
     """The peer's exact models (run_peer.py ``build_model``, names as there): torchvision
     with weights=None on a 1x3x224x224 image; transformers from their published configs
     (random weights, default sdpa attention), 128 tokens; GPT-2 is GPT2LMHeadModel with its
@@ -123,7 +123,7 @@ def measure(models: list[str] | None = None, progress: Callable[[str], None] = p
     from torch_trt_ref.settings import CompilationSettings
 
     rows = []
-    for name, make in _models().items():
+    for name, make in peer_models().items():
         if models and name not in models:
             continue
         start = time.perf_counter()
