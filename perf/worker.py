@@ -36,10 +36,15 @@ def _child(group: str, prepared: dict, spec: dict | None, fd: int) -> None:
     try:
         reply = {"group": group, "series": measure.measure(group, prepared, spec)}
     except Exception as err:  # noqa: BLE001  (reported to the client)
-        reply = {"group": group, "error": f"{type(err).__name__}: {err}",
-                 "traceback": traceback.format_exc()}
+        reply = _error(group, err)
     with os.fdopen(fd, "w") as f:
         f.write(json.dumps(reply))
+
+
+def _error(group: str, err: Exception) -> dict:
+    """The reply for a measurement that raised (call from its ``except`` block)."""
+    return {"group": group, "error": f"{type(err).__name__}: {err}",
+            "traceback": traceback.format_exc()}
 
 
 def fork_measure(group: str, prepared: dict, spec: dict | None) -> dict:
@@ -110,8 +115,7 @@ def _warm(group: str, prepared: dict) -> dict | None:
     try:
         get(name).factory()
     except Exception as err:  # noqa: BLE001  (reported to the client)
-        return {"group": group, "error": f"{type(err).__name__}: {err}",
-                "traceback": traceback.format_exc()}
+        return _error(group, err)
     warm.add(name)
     _freeze()
     return None

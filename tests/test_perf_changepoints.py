@@ -162,14 +162,20 @@ def test_bad_input_is_named():
         change_points([1.0, float("nan"), 2.0])
 
 
-@functools.lru_cache(maxsize=1)
-def _recorded_rates() -> dict[str, dict]:
+def _recorded(drop_trial: int | None = None) -> dict[str, dict]:
     """perf.replays on what this repository recorded: quiet history since the machine
-    annotation, and the sensitivity trials' control series."""
+    annotation, and the sensitivity trials (without trial ``drop_trial``, 0-based)."""
     runs = replays.since_machine_change(history.load_runs(suite="quick"),
                                         history.load_annotations())
     trials = json.loads((replays.RESULTS / "sensitivity.json").read_text())
+    if drop_trial is not None:
+        del trials["trials"][drop_trial]
     return replays.all_rates(runs, trials)
+
+
+@functools.lru_cache(maxsize=1)
+def _recorded_rates() -> dict[str, dict]:
+    return _recorded()
 
 
 # Series whose recorded noise (session 11: 10 quiet history runs and 20 sensitivity trials,
@@ -223,10 +229,6 @@ DISTURBED_TRIAL = 13  # trial 14 of perf/results/sensitivity.json (0-based index
 def test_the_misses_come_from_one_disturbed_run():
     """The NOISY list's cause, checked: the same replays without trial 14 leave only
     unconvertible's 2 ms conversion phase outside the rule."""
-    runs = replays.since_machine_change(history.load_runs(suite="quick"),
-                                        history.load_annotations())
-    trials = json.loads((replays.RESULTS / "sensitivity.json").read_text())
-    del trials["trials"][DISTURBED_TRIAL]
-    rates = replays.all_rates(runs, trials)
+    rates = _recorded(DISTURBED_TRIAL)
     missed = sorted(n for n, r in rates.items() if r["found"] < 95 or r["false_changes"])
     assert missed == ["compile/unconvertible/cpu/conversion"]
