@@ -31,9 +31,18 @@ from .worker import Pool
 
 
 def _record(args, series, load_start, loaded, rev) -> Path:
-    head = header(args.suite, load_start, list(os.getloadavg()), loaded, rev)
+    """Write the run to history; marked loaded when it started under load or ran on a
+    disturbed machine (its cold canary moved: gate.disturbance)."""
+    disturbed = rules.disturbance(series, history.load_runs(args.history, suite=args.suite),
+                                  history.load_annotations(args.history))
+    head = header(args.suite, load_start, list(os.getloadavg()), loaded or bool(disturbed),
+                  rev)
+    if disturbed:
+        head["disturbed"] = {"cold_canary": round(disturbed, 4)}
     path = history.write_run(head, as_records(series), args.history)
-    say(f"recorded {path}" + (" (marked loaded)" if loaded else ""))
+    why = (f"disturbed: cold canary x{disturbed:.2f}" if disturbed
+           else "started under load" if loaded else "")
+    say(f"recorded {path}" + (f" (marked loaded: {why})" if why else ""))
     return path
 
 
@@ -104,6 +113,10 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> 
 
 
 def _print_screen(run, out) -> None:
+    if run.disturbed:
+        out(f"disturbed machine: the cold canary moved x{run.disturbed:.2f} (a neighbour "
+            "contending for memory slows compiles more than loops); suspects are confirmed "
+            "A/B as always")
     if run.drift:
         out(f"machine drift: the canary and most time series moved x{run.drift:.2f}; time "
             "series are screened relative to the canary")

@@ -88,8 +88,9 @@ def suite_section(suite: str, runs: list[history.Run], calibration, annotations)
                                                   if n in r.series}) > 1]
     loaded = sum(r.loaded for r in runs)
     parts = [f"<h2>Suite {html.escape(suite)}</h2>",
-             f"<p>{len(runs)} runs ({loaded} marked loaded: hollow markers, not used for "
-             f"baselines, spreads or change points), {len(names)} series, commits "
+             f"<p>{len(runs)} runs ({loaded} marked loaded, having started under load or "
+             "run on a disturbed machine: hollow markers, not used for baselines, spreads "
+             f"or change points), {len(names)} series, commits "
              f"<code>{runs[0].commit[:10]}</code> .. <code>{runs[-1].commit[:10]}</code>.</p>",
              f'<img alt="{suite} overview" src="data:image/png;base64,'
              f'{plots.overview(runs, baselines, f"{suite}: geomean ratio to baseline")}">',

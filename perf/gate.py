@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from scipy.stats import mannwhitneyu
 
 from . import history, noise
-from .suites import CANARY
+from .suites import CANARY_SERIES, COLD_CANARY, is_canary
 
 SCREEN_SPREADS = 4.0
 MIN_EFFECT = {"cpu": 0.10, "latency": 0.10, "rss": 0.05}  # time 10%, memory 5%
@@ -29,7 +29,9 @@ AB_EACH = 6  # processes per side in a confirmation (ABBA order)
 # processes buy the power to confirm a 20% slowdown reliably (see docs/regressions.md)
 CHEAP_AB_EACH = 10
 DRIFT_FRACTION = 0.5  # "most series": at least this fraction of the time series moved
-CANARY_SERIES = f"{CANARY}/cpu"
+# a run is disturbed when its cold canary is this many spreads, and at least this much,
+# above its history median (docs/regressions.md, "Disturbed runs")
+DISTURBED_SPREADS, DISTURBED_MIN = SCREEN_SPREADS, 0.05
 PARAMS = {"screen_spreads": SCREEN_SPREADS, "min_effect": MIN_EFFECT,
           "max_suspects": MAX_SUSPECTS, "alpha": ALPHA, "ab_each": AB_EACH,
           "cheap_ab_each": CHEAP_AB_EACH,
@@ -78,8 +80,8 @@ def screen(current: dict[str, history.Series], runs: list[history.Run],
             row.verdict = ("REGRESSED" if row.value > row.baseline
                            else "improved" if row.value < row.baseline else "ok")
             continue
-        if s.type not in MIN_EFFECT or name == CANARY_SERIES:
-            row.verdict = "shown"  # wall time and the canary are never gated
+        if s.type not in MIN_EFFECT or is_canary(name):
+            row.verdict = "shown"  # wall time and the canaries are never gated
             continue
         row.spread = noise.series_spread(name, runs, calibration, annotations)
         log_ratio = _log_ratio(row.value, row.baseline)
@@ -103,7 +105,7 @@ def machine_drift(rows: list[Screened]) -> float | None:
         return None
     sign = 1 if canary.ratio > 1 else -1
     times = [r for r in rows if r.type in ("cpu", "latency") and r.ratio
-             and r.name != CANARY_SERIES]
+             and not is_canary(r.name)]
     moved = [r for r in times if sign * math.log(r.ratio) > math.log1p(MIN_EFFECT["cpu"])]
     return canary.ratio if times and len(moved) >= DRIFT_FRACTION * len(times) else None
 
@@ -162,6 +164,22 @@ def _fmt(values: list[float]) -> str:
 def exact_line(row: Screened) -> str:
     return (f"REGRESSED {row.name}: {row.value:g} (history {row.baseline:g}; a count is "
             "exact, any increase regresses)")
+
+
+def disturbance(current: dict[str, history.Series], runs: list[history.Run],
+                annotations: list[dict] | None = None) -> float | None:
+    """The cold canary's ratio to its history median when ``current`` ran on a disturbed
+    machine (a neighbour contending for memory: the load average does not see it): more
+    than DISTURBED_SPREADS spreads and DISTURBED_MIN above. None when it was not, or when
+    the cold canary has fewer than noise.MIN_HISTORY quiet points to judge by."""
+    cold = current.get(COLD_CANARY)
+    points = noise.current_segment(COLD_CANARY, runs, annotations)
+    if cold is None or cold.statistic() <= 0 or len(points) < noise.MIN_HISTORY:
+        return None
+    ratio = cold.statistic() / statistics.median(v for _, v in points)
+    spread = noise.series_spread(COLD_CANARY, runs, None, annotations).value
+    limit = max(DISTURBED_SPREADS * spread, math.log1p(DISTURBED_MIN))
+    return ratio if math.log(ratio) > limit else None
 
 
 def summary(rows: list[Screened], n_suspects: int, n_regressed: int, canary: float | None,

@@ -21,6 +21,7 @@ class GateRun:
 
     rows: list[rules.Screened]
     drift: float | None = None
+    disturbed: float | None = None  # the cold canary's ratio when the machine was disturbed
     chosen: list[rules.Screened] = field(default_factory=list)  # suspects confirmed A/B
     confirmations: list[rules.Confirmation] = field(default_factory=list)
     unconfirmed: str | None = None  # why the suspects could not be confirmed
@@ -55,7 +56,8 @@ def screen_run(suite: Suite, open_pool, runs: list[history.Run], calibration: di
     drift = rules.machine_drift(rows)
     if drift:
         rows = rules.screen(current, runs, calibration, annotations, drift)
-    return GateRun(rows, drift, rules.suspects(rows, max_suspects))
+    return GateRun(rows, drift, rules.disturbance(current, runs, annotations),
+                   rules.suspects(rows, max_suspects))
 
 
 def confirm_run(run: GateRun, pool, base_pool: Callable[[], object],

@@ -1,6 +1,7 @@
 """The measurements, run inside one fresh (forked) process per group: a zoo model compiled
 once (process CPU seconds per phase and in total, wall, peak RSS, latency, work counters),
-a converter family's conversion loop (>= 50 ms a round), and the canary loop.
+a converter family's conversion loop (>= 50 ms a round), and the canaries (a loop; a cold
+export of a fixed module).
 
 Each returns ``{series name: {"type", "unit", "value"}}``. Only the public API
 (``torch_trt_ref.compile``, ``compile_report``) and the interpreter are used, so the same
@@ -15,6 +16,7 @@ from typing import Any
 import torch
 
 from . import inject
+from .suites import CANARY_SERIES, COLD_CANARY
 
 ROUND_SECONDS = 0.05  # a micro-benchmark round lasts at least this much CPU time
 ROUNDS = 5
@@ -134,7 +136,9 @@ def family(name: str, graphs: list, spec: dict | None = None) -> dict[str, dict]
 
 def canary() -> dict[str, dict]:
     """A fixed CPU loop (Python integers and small torch matmuls) that no commit changes:
-    when it moves, the machine moved (see gate.drift)."""
+    when it moves, the machine moved (see gate.drift); and the cold canary, measured first
+    while the process is still cold."""
+    cold = cold_canary()
     rounds = []
     for _ in range(ROUNDS):
         start = time.process_time()
@@ -145,7 +149,34 @@ def canary() -> dict[str, dict]:
         for _ in range(300):
             a = torch.tanh(a @ a)
         rounds.append(time.process_time() - start)
-    return {"canary/cpu": _s("cpu", "s", min(rounds))}
+    return {CANARY_SERIES: _s("cpu", "s", min(rounds)),
+            COLD_CANARY: _s("cpu", "s", cold)}
+
+
+class _ColdNet(torch.nn.Module):
+    """A fixed module the cold canary exports: torch's code, none of ours."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(10))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.relu(layer(x)) + x
+        return x
+
+
+def cold_canary() -> float:
+    """CPU seconds of what a cold compile does and the canary loop does not, with code no
+    commit changes: torch.export of a fixed module and its decomposition to ATen, the
+    first in this process (new pages, copied pages, cold caches). A neighbour contending
+    for memory (invisible to the load average) slows compiles 15-40% and this alike, while
+    the loop and the family micro-benchmarks stay within 5% (docs/regressions.md,
+    "Disturbed runs")."""
+    start = time.process_time()
+    program = torch.export.export(_ColdNet(), (torch.ones(2, 8),))
+    program.run_decompositions()
+    return time.process_time() - start
 
 
 def load_family_graphs() -> dict[str, Any]:

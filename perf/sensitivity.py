@@ -53,7 +53,8 @@ def targets(args, models: tuple[str, ...]) -> dict[str, str | list[str]]:
 
 def _trial(run, load_start: float, seconds: float) -> dict:
     return {"load_start": load_start, "load_end": os.getloadavg()[0],
-            "seconds": round(seconds, 1), "drift": run.drift, "canary": run.canary,
+            "seconds": round(seconds, 1), "drift": run.drift, "disturbed": run.disturbed,
+            "canary": run.canary,
             "screen": {r.name: {"verdict": r.verdict, "ratio": r.ratio, "z": round(r.z, 3),
                                 "spread": r.spread.value if r.spread else None}
                        for r in run.rows},

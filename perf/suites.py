@@ -7,6 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 CANARY = "canary"
+CANARY_SERIES = f"{CANARY}/cpu"  # the loop: machine speed (gate.machine_drift)
+COLD_CANARY = f"{CANARY}/cold/cpu"  # a cold process's memory work: disturbed runs
+
+
+def is_canary(series: str) -> bool:
+    """Whether ``series`` measures the machine (shown, never gated)."""
+    return series.split("/", 1)[0] == CANARY
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,42 @@ def test_machine_drift_screens_relative_to_the_canary(tmp_path):
     assert gate.machine_drift(gate.screen(_current(only_canary), runs)) is None
 
 
+def test_a_disturbed_machine_is_told_by_the_cold_canary(tmp_path):
+    """The cold canary 12% above its history median (spread ~0.015) marks the run
+    disturbed; 3% above is within its noise; the loop canary alone says nothing; and with
+    fewer than noise.MIN_HISTORY quiet points nothing is judged."""
+    runs = _runs(tmp_path, {suites.COLD_CANARY: ("cpu", QUIET), "canary/cpu": ("cpu", QUIET)})
+    rows = {r.name: r for r in gate.screen(_current({suites.COLD_CANARY: ("cpu", 1.12)}), runs)}
+    assert rows[suites.COLD_CANARY].verdict == "shown"  # a canary is never gated
+    assert gate.disturbance(_current({suites.COLD_CANARY: ("cpu", 1.12)}), runs) == \
+        pytest.approx(1.12, rel=0.02)
+    assert gate.disturbance(_current({suites.COLD_CANARY: ("cpu", 1.03)}), runs) is None
+    assert gate.disturbance(_current({"canary/cpu": ("cpu", 1.5)}), runs) is None
+    few = _runs(tmp_path / "few", {suites.COLD_CANARY: ("cpu", QUIET)},
+                n=noise.MIN_HISTORY - 1)
+    assert gate.disturbance(_current({suites.COLD_CANARY: ("cpu", 2.0)}), few) is None
+
+
+def test_a_run_on_a_disturbed_machine_is_recorded_as_loaded(tmp_path):
+    """``perf run --record`` marks a run whose cold canary moved: kept and shown, but the
+    noise model, the baselines and the change points leave it out."""
+    from perf.cli import run_command
+
+    _runs(tmp_path, {suites.COLD_CANARY: ("cpu", QUIET), "compile/m/cpu/total": ("cpu", QUIET)})
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["perf", "run", "--suite", "quick", "--record", "--processes",
+                              "1", "--history", str(tmp_path), "--max-wait", "0",
+                              "--load-limit", "1000"])
+    values = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.3)},
+              "canary": {suites.COLD_CANARY: ("cpu", 1.2), "canary/cpu": ("cpu", 1.0)}}
+    assert run_command(args, pool_factory=lambda tree, log: FakePool(values)) == 0
+    *quiet, newest = history.load_runs(tmp_path)
+    assert newest.loaded and newest.header["disturbed"]["cold_canary"] == pytest.approx(1.2,
+                                                                                       rel=0.02)
+    assert noise.baseline("compile/m/cpu/total", [*quiet, newest]) == pytest.approx(1.0)
+
+
 def test_exact_mann_whitney_matches_counting():
     """The one-sided exact p-value of fully separated 6+6 samples is 1/C(12,6) = 1/924, and
     with one swapped pair 2/924 (counted here by enumeration, an oracle independent of
