@@ -36,6 +36,8 @@ def _state(step: steps.Step) -> str:
         return "open"
     if step.same_commit:
         return "machine (one commit on both sides)"
+    if step.same_code:
+        return "machine (library and models unchanged between the commits)"
     if step.type in steps.GATED_TYPES:
         return "improvement"
     if step.type == "wall":

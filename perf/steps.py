@@ -1,17 +1,40 @@
 """Steps in run history: the change points of each series over its non-loaded runs, named by
 commit range with before/after medians, and the annotations that close them. An upward step
 of a CPU-time, memory or latency series between two commits that no annotation closed is an
-open regression (a step between two runs of one commit is the machine's, not the code's)."""
+open regression, unless the code it measured is the same on both sides (one commit, or
+commits whose library and models git finds identical): then the machine moved."""
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
+import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 from . import changepoints, history
 
 GATED_TYPES = ("cpu", "rss", "latency")  # wall time is shown, never gated
+ROOT = Path(__file__).resolve().parent.parent
+# what a perf run measures: the library, the zoo's models and the declared dependencies
+# (a change to perf/ or the docs alone leaves it the same)
+MEASURED_CODE = ("torch_trt_ref", "zoo/models", "zoo/entry.py", "zoo/registry.py",
+                 "pyproject.toml")
+
+
+@functools.lru_cache(maxsize=None)
+def same_code(before: str, after: str) -> bool:
+    """Whether commits ``before`` and ``after`` hold the same MEASURED_CODE (``git diff
+    --quiet``); False when git cannot tell (a commit missing from this clone)."""
+    if before == after:
+        return True
+    try:
+        done = subprocess.run(["git", "diff", "--quiet", before, after, "--", *MEASURED_CODE],
+                              cwd=ROOT, capture_output=True)
+    except OSError:
+        return False
+    return done.returncode == 0
 
 
 @dataclass
@@ -40,9 +63,15 @@ class Step:
         return self.commit_before == self.commit_after
 
     @property
+    def same_code(self) -> bool:
+        """The code measured on both sides is the same: the machine moved (or the way it was
+        measured did), not the library."""
+        return same_code(self.commit_before, self.commit_after)
+
+    @property
     def open_regression(self) -> bool:
         return (self.annotation is None and self.type in GATED_TYPES and self.ratio > 1
-                and not self.same_commit)
+                and not self.same_code)
 
     def describe(self) -> str:
         state = (f"{self.annotation['action']}: {self.annotation['reason']}"

@@ -5,6 +5,7 @@ import json
 import math
 import random
 import statistics
+import subprocess
 
 import pytest
 
@@ -182,3 +183,21 @@ def test_a_step_between_reruns_of_one_commit_is_the_machines(tmp_path):
     runs = record(tmp_path, [1.0] * 12 + [1.3] * 6, commits=commits)
     [step] = steps.series_steps(SERIES, runs, [])
     assert step.same_commit and step.ratio > 1.2 and not step.open_regression
+
+
+def _full(rev: str) -> str:
+    return subprocess.run(["git", "rev-parse", rev], cwd=steps.ROOT, capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def test_a_step_between_commits_of_the_same_library_is_the_machines(tmp_path):
+    """130be44 -> 95e5feb changed perf/ (the cold canary) and docs, not the library or the
+    models: a step between them is the machine's (this repository's history holds one,
+    lgamma_graph's conversion x1.15); 35d2bcf changed the library."""
+    before, after = _full("130be443bd"), _full("95e5feb4db")
+    assert steps.same_code(before, after)
+    assert not steps.same_code(_full("35d2bcf^"), _full("35d2bcf"))
+    assert not steps.same_code("a" * 40, "b" * 40)  # unknown to git: not the same
+    runs = record(tmp_path, [1.0] * 6 + [1.3] * 6, commits=[before] * 6 + [after] * 6)
+    [step] = steps.series_steps(SERIES, runs, [])
+    assert not step.same_commit and step.same_code and not step.open_regression
