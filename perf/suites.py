@@ -37,7 +37,7 @@ class Suite:
 
 SUITES = {
     # ~1 min of CPU on 2 cores: four small models (partition-heavy, several segments, a
-    # transformer, a CNN), 23 converter families, the canary; 3 rounds of new servers, and
+    # transformer, a CNN), 24 converter families, the canaries; 3 rounds of new servers, and
     # 3 processes per compile in each (a compile child costs 0.2-1.5 s, a round's servers
     # ~10 s; TensorRT's build phase takes one of two levels per process, ~0.21 or ~0.28 s on
     # resnet18, so the minimum of 3 processes often missed the lower one: docs/regressions.md)
