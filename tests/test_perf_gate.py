@@ -103,17 +103,10 @@ def test_a_disturbed_machine_is_told_by_the_cold_canary(tmp_path):
 def test_a_run_on_a_disturbed_machine_is_recorded_as_loaded(tmp_path):
     """``perf run --record`` marks a run whose cold canary moved: kept and shown, but the
     noise model, the baselines and the change points leave it out."""
-    from perf.cli import run_command
-
     _runs(tmp_path, {suites.COLD_CANARY: ("cpu", QUIET), "compile/m/cpu/total": ("cpu", QUIET)})
-    parser = argparse.ArgumentParser()
-    add_subcommands(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["perf", "run", "--suite", "quick", "--record", "--processes",
-                              "1", "--history", str(tmp_path), "--max-wait", "0",
-                              "--load-limit", "1000"])
     values = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.3)},
               "canary": {suites.COLD_CANARY: ("cpu", 1.2), "canary/cpu": ("cpu", 1.0)}}
-    assert run_command(args, pool_factory=lambda tree, log: FakePool(values)) == 0
+    assert _perf_run_record(tmp_path, values, processes=1) == 0
     *quiet, newest = history.load_runs(tmp_path)
     assert newest.loaded and newest.header["disturbed"]["cold_canary"] == pytest.approx(1.2,
                                                                                        rel=0.02)
@@ -272,19 +265,25 @@ def test_verdicts_on_recorded_samples():
             assert c is None or c["regressed"], (target, c)
 
 
-def test_run_records_a_history_file(tmp_path):
-    """``perf run --record`` writes one history file: header (commit, load, versions) and
-    every measured series with one sample per fresh process."""
+def _perf_run_record(history_dir: Path, values: dict, processes: int) -> int:
+    """``perf run --suite quick --record`` into ``history_dir`` with a FakePool of
+    ``values`` in place of measuring processes."""
     from perf.cli import run_command
 
     parser = argparse.ArgumentParser()
     add_subcommands(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["perf", "run", "--suite", "quick", "--record", "--processes",
-                              "2", "--history", str(tmp_path), "--max-wait", "0",
-                              "--load-limit", "1000"])
+                              str(processes), "--history", str(history_dir), "--max-wait",
+                              "0", "--load-limit", "1000"])
+    return run_command(args, pool_factory=lambda tree, log: FakePool(values))
+
+
+def test_run_records_a_history_file(tmp_path):
+    """``perf run --record`` writes one history file: header (commit, load, versions) and
+    every measured series with one sample per fresh process."""
     values = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0)},
               "canary": {"canary/cpu": ("cpu", 1.0)}}
-    assert run_command(args, pool_factory=lambda tree, log: FakePool(values)) == 0
+    assert _perf_run_record(tmp_path, values, processes=2) == 0
     run, = history.load_runs(tmp_path)
     assert run.header["suite"] == "quick" and len(run.header["commit"]) == 40
     assert run.header["loaded"] is False and len(run.header["load"]["start"]) == 3
