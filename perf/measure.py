@@ -170,9 +170,9 @@ def cold_canary() -> float:
     """CPU seconds of what a cold compile does and the canary loop does not, with code no
     commit changes: torch.export of a fixed module and its decomposition to ATen, the
     first in this process (new pages, copied pages, cold caches). A neighbour contending
-    for memory (invisible to the load average) slowed compiles 25-36% and this x1.33, while
-    the loop and the family micro-benchmarks moved less than 5% (docs/regressions.md,
-    "Disturbed runs")."""
+    for memory (invisible to the load average) slowed compiles 25-36% and a 40-layer version
+    of this x1.33, while the loop and the family micro-benchmarks moved less than 5%; it
+    sees only what overlaps its own processes (docs/regressions.md, "Disturbed runs")."""
     start = time.process_time()
     program = torch.export.export(_ColdNet(), (torch.ones(2, 8),))
     program.run_decompositions()
