@@ -173,12 +173,12 @@ def disturbance(current: dict[str, history.Series], runs: list[history.Run],
     than DISTURBED_SPREADS spreads and DISTURBED_MIN above. None when it was not, or when
     the cold canary has fewer than noise.MIN_HISTORY quiet points to judge by."""
     cold = current.get(COLD_CANARY)
-    points = noise.current_segment(COLD_CANARY, runs, annotations)
-    if cold is None or cold.statistic() <= 0 or len(points) < noise.MIN_HISTORY:
+    logs = [math.log(v) for _, v in noise.current_segment(COLD_CANARY, runs, annotations)
+            if v > 0]
+    if cold is None or cold.statistic() <= 0 or len(logs) < noise.MIN_HISTORY:
         return None
-    ratio = cold.statistic() / statistics.median(v for _, v in points)
-    spread = noise.series_spread(COLD_CANARY, runs, None, annotations).value
-    limit = max(DISTURBED_SPREADS * spread, math.log1p(DISTURBED_MIN))
+    ratio = cold.statistic() / math.exp(statistics.median(logs))
+    limit = max(DISTURBED_SPREADS * noise.robust_sd(logs), math.log1p(DISTURBED_MIN))
     return ratio if math.log(ratio) > limit else None
 
 

@@ -10,8 +10,8 @@ import math
 from matplotlib.figure import Figure
 
 from . import history, noise, steps
+from .suites import is_canary
 
-CANARY_PREFIX = "canary"  # the machine-speed loop: drawn on its own, kept out of the geomeans
 # The overview's lines: (label, series type, which names). Whole-compile totals apart from the
 # phases and micro-benchmarks, so a phase does not count twice in the compile line.
 CATEGORIES = [
@@ -48,14 +48,14 @@ def geomean_ratios(runs: list[history.Run], kind: str, baselines: dict[str, floa
     for run in runs:
         logs = [math.log(s.statistic() / baselines[n]) for n, s in run.series.items()
                 if s.type == kind and names(n) and n in baselines and baselines[n] > 0
-                and s.statistic() > 0 and not n.startswith(CANARY_PREFIX)]
+                and s.statistic() > 0 and not is_canary(n)]
         out.append(math.exp(sum(logs) / len(logs)) if logs else None)
     return out
 
 
 def overview(runs: list[history.Run], baselines: dict[str, float], title: str) -> str:
     """One panel: per category the geomean ratio to baseline over the suite's runs, loaded runs
-    hollow, the canary (machine speed) dashed."""
+    hollow, each canary (machine speed: the loop dashed, the cold export dotted)."""
     fig = Figure(figsize=(9, 3.2), dpi=90)
     ax = fig.add_subplot()
     for (label, kind, names), color in zip(CATEGORIES, LINE_COLORS):
@@ -67,11 +67,12 @@ def overview(runs: list[history.Run], baselines: dict[str, float], title: str) -
         ax.plot(quiet, [ys[i] for i in quiet], "-", color=color, lw=1.2, label=label)
         ax.scatter(xs, [ys[i] for i in xs], s=14, color=color,
                    facecolors=["none" if runs[i].loaded else color for i in xs])
-    canary = [(i, r.series[n].statistic() / baselines[n]) for i, r in enumerate(runs)
-              for n in r.series if n.startswith(CANARY_PREFIX) and baselines.get(n)
-              and not r.loaded]
-    if canary:
-        ax.plot(*zip(*canary), "--", color=COLORS["canary"], lw=1, label="canary (machine)")
+    canaries = sorted({n for r in runs for n in r.series if is_canary(n) and baselines.get(n)})
+    for name, style in zip(canaries, ("--", ":")):  # one line each: the loop, the cold one
+        points = [(i, r.series[name].statistic() / baselines[name]) for i, r in enumerate(runs)
+                  if name in r.series and not r.loaded]
+        if points:
+            ax.plot(*zip(*points), style, color=COLORS["canary"], lw=1, label=name)
     ax.axhline(1.0, color="black", lw=0.6)
     ax.set_ylabel("ratio to baseline (geomean)")
     ax.set_title(title, fontsize=10)
