@@ -10,7 +10,7 @@ import math
 from matplotlib.figure import Figure
 
 from . import history, noise, steps
-from .suites import is_canary
+from .suites import COLD_CANARY, is_canary
 
 # The overview's lines: (label, series type, which names). Whole-compile totals apart from the
 # phases and micro-benchmarks, so a phase does not count twice in the compile line.
@@ -68,7 +68,8 @@ def overview(runs: list[history.Run], baselines: dict[str, float], title: str) -
         ax.scatter(xs, [ys[i] for i in xs], s=14, color=color,
                    facecolors=["none" if runs[i].loaded else color for i in xs])
     canaries = sorted({n for r in runs for n in r.series if is_canary(n) and baselines.get(n)})
-    for name, style in zip(canaries, ("--", ":")):  # one line each: the loop, the cold one
+    for name in canaries:  # one line each: the loop dashed, the cold canary dotted
+        style = ":" if name == COLD_CANARY else "--"
         points = [(i, r.series[name].statistic() / baselines[name]) for i, r in enumerate(runs)
                   if name in r.series and not r.loaded]
         if points:
