@@ -30,22 +30,26 @@ def test_anchors_command_takes_a_precision():
         parser.parse_args(["zoo", "anchors", "--precision", "int4"])
 
 
-@pytest.mark.xfail(strict=True, reason="attention=True runs a fused SDPA as its math: the "
-                   "scale's aten.mul.Tensor and the bool mask's where/scalar_tensor are ops "
-                   "the fp32 graph does not have, so forcing mul.Tensor to PyTorch cuts the "
-                   "attention (bert_tiny_2l: 3 engines, fp32 1); docs/quantization.md")
-def test_attention_quantizers_add_no_engine_with_mul_forced():
+@pytest.mark.parametrize("forced", ["none", "aten.mul.Tensor",
+                                    "aten.native_layer_norm.default"])
+def test_attention_quantizers_add_no_engine(forced):
+    """quantize(..., attention=True) makes each fused SDPA one torch_trt_ref::quantized_sdpa
+    node (docs/quantization.md): forcing an op to PyTorch cuts the quantized model where it
+    cuts the fp32 one (with the SDPA written out as its math, mul forced gave 3 engines
+    against 1, layer norm forced 5 against 4)."""
     import torch
 
     from torch_trt_ref.capture import capture
     from torch_trt_ref.compiler import lower_program
     from torch_trt_ref.partitioning import partition
+    from torch_trt_ref.quantization.attention_op import QUANTIZED_SDPA
     from torch_trt_ref.settings import CompilationSettings
     from zoo.partition_anchor import MIN_BLOCK_SIZE, peer_models
     from zoo.quantized import prepare
 
-    settings = CompilationSettings(min_block_size=MIN_BLOCK_SIZE,
-                                   torch_executed_ops=frozenset({"aten.mul.Tensor"}))
+    settings = CompilationSettings(
+        min_block_size=MIN_BLOCK_SIZE,
+        torch_executed_ops=frozenset() if forced == "none" else frozenset({forced}))
     engines = []
     for attention in (None, True):
         torch.manual_seed(0)
@@ -53,5 +57,7 @@ def test_attention_quantizers_add_no_engine_with_mul_forced():
         if attention:
             model, _ = prepare(model.eval(), "int8", (example,), {}, attention=True)
         gm = lower_program(capture(model.eval(), [example]), settings)
+        sdpa = [n for n in gm.graph.nodes if n.target == QUANTIZED_SDPA]
+        assert len(sdpa) == (2 if attention else 0)
         engines.append(partition(gm, settings, strategy="fast").count("tensorrt"))
     assert engines[1] == engines[0]

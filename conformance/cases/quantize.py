@@ -1,11 +1,14 @@
 """Conformance cases: the quantizer ops (``tensorrt::quantize_op`` INT8/FP8, per tensor and
 per channel; ``tensorrt::dynamic_block_quantize_op`` NVFP4): random values, rounding ties,
-saturation, negative zero, empty tensors, dynamic shapes. The eager op is the reference; it
-is itself checked against torch.fake_quantize_* and the float8_e4m3fn cast in
-tests/test_quantization.py."""
+saturation, negative zero, empty tensors, dynamic shapes; and quantized attention
+(``torch_trt_ref::quantized_sdpa``, INT8/FP8: float and bool masks, causal, GQA, dynamic
+sequence lengths). The eager op is the reference; it is itself checked against
+torch.fake_quantize_* and the float8_e4m3fn cast in tests/test_quantization.py, and
+quantized attention against torch's SDPA in tests/test_quantization_attention.py."""
 
 import torch
 
+from torch_trt_ref.quantization.attention_op import QUANTIZED_SDPA as qsdpa
 from torch_trt_ref.quantization.ops import dynamic_block_quantize_op as block
 from torch_trt_ref.quantization.ops import quantize_op as q
 
@@ -48,4 +51,21 @@ CASES = [
          dtypes=ONE),
     Case(block, (T((4, 32), low=-3, high=3), 16, amax(3.0), 4, 2, 8, 4), name="nvfp4",
          dtypes=ONE, dynamic=False),
+    # quantized attention: amax of q, k, v (values in [-2, 2]) and of P (at most 1)
+    Case(qsdpa, (T((1, 2, 4, 8), dynamic=(2,)), T((1, 2, 6, 8), dynamic=(2,)),
+                 T((1, 2, 6, 8), dynamic=(2,)), amax(2.0), amax(2.0), amax(2.0), amax(1.0)),
+         name="attention_int8"),
+    Case(qsdpa, (T((1, 2, 4, 8), dynamic=(2,)), T((1, 2, 6, 8), dynamic=(2,)),
+                 T((1, 2, 6, 8), dynamic=(2,)), amax(2.0), amax(2.0), amax(2.0), amax(1.0)),
+         {"num_bits": 8, "exponent_bits": 4, "narrow_range": False}, name="attention_fp8"),
+    Case(qsdpa, (T((1, 2, 4, 8)), T((1, 2, 4, 8)), T((1, 2, 4, 8)), amax(2.0), amax(2.0),
+                 amax(2.0), amax(1.0)), {"is_causal": True}, name="attention_causal",
+         dynamic=False),
+    Case(qsdpa, (T((1, 2, 4, 8)), T((1, 2, 6, 8)), T((1, 2, 6, 8)), amax(2.0), amax(2.0),
+                 amax(2.0), amax(1.0), T((4, 6), torch.bool)),
+         {"num_bits": 8, "exponent_bits": 4, "narrow_range": False},
+         name="attention_bool_mask", dynamic=False),
+    Case(qsdpa, (T((1, 4, 4, 8)), T((1, 2, 6, 8)), T((1, 2, 6, 8)), amax(2.0), amax(2.0),
+                 amax(2.0), amax(1.0), T((4, 6))), {"scale": 0.3, "enable_gqa": True},
+         name="attention_gqa_float_mask", dynamic=False),
 ]

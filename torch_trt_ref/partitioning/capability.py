@@ -17,7 +17,7 @@ from ..conversion.registry import CONVERTERS, ConverterRegistry
 from ..lowering.program import lowered
 from ..settings import CompilationSettings, matches_op, op_name
 from .modules import module_fallback_reason
-from .quantized import describe, is_quantizer, quantized_weight
+from .quantized import describe, holds_quantizers, is_quantizer, quantized_weight
 from .random_ops import random_reason
 
 aten = torch.ops.aten
@@ -144,7 +144,7 @@ def support_report(gm: GraphModule, settings: CompilationSettings,
             report.unsupported[name] += 1
             bucket = report.reasons.setdefault(name, {})
             bucket[reason] = bucket.get(reason, 0) + 1
-        if is_quantizer(node):
+        if holds_quantizers(node):
             report.quantizers[node.name] = describe(node) + (
                 ", TensorRT" if reason is None else f", PyTorch: {reason}")
     return report

@@ -8,11 +8,20 @@ import operator
 
 from torch.fx import Node
 
+from ..conversion.blocks.nodes import node_args
+from ..quantization.attention_op import QUANTIZED_SDPA
 from ..quantization.ops import QUANTIZE_OPS, format_of
 
 
 def is_quantizer(node: Node) -> bool:
     return node.op == "call_function" and node.target in QUANTIZE_OPS
+
+
+def holds_quantizers(node: Node) -> bool:
+    """A quantizer, or an op with its own quantizers (quantized attention: Q/DQ on q, k, v
+    and P inside one node, Note [Quantized attention is one node]); the support report
+    names both. Only quantizers group with their readers: attention is an op of its own."""
+    return is_quantizer(node) or (node.op == "call_function" and node.target == QUANTIZED_SDPA)
 
 
 def quantized_weight(node: Node, depth: int = 3) -> bool:
@@ -70,8 +79,13 @@ def follow_readers(calls: list[Node], rejected: dict[Node, str]) -> None:
 
 
 def describe(node: Node) -> str:
-    """'int8 per-channel axis 0, weight' style summary of a quantizer node."""
+    """'int8 per-channel, weight' style summary of a quantizer node (or of quantized
+    attention: 'int8 per-tensor attention q/k/v/P, activation')."""
     args = list(node.args) + [None] * 7
+    if node.target == QUANTIZED_SDPA:
+        args = node_args(node)
+        bits = (args["num_bits"], args["exponent_bits"])
+        return f"{format_of(*bits) or f'{bits[0]}-bit'} per-tensor attention q/k/v/P, activation"
     if node.target == QUANTIZE_OPS[0]:
         fmt = format_of(args[2], args[3]) or f"{args[2]}-bit"
         amax = _value(args[1])

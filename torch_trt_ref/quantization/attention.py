@@ -5,16 +5,21 @@ expects (Q/DQ on q, k, v and on the softmax output P).
 Attention is found by running the model once on the first calibration batch (Note
 [Attention sites]); each module that calls ``scaled_dot_product_attention`` or a softmax
 becomes a quantized attention module whose forward runs under a TorchFunctionMode that
-replaces those calls by their quantized form. A fused SDPA call is replaced by its math
-(matmul, scale, mask, softmax, matmul): P is not visible inside the fused op."""
+replaces those calls by their quantized form. A fused SDPA call becomes one
+``torch_trt_ref::quantized_sdpa`` op (attention_op.py) holding the four amax values; while
+its quantizers calibrate (or are hooked, as the tie-aware oracle does) it runs as its math
+with the quantizer modules instead, which is the op's own kernel arithmetic."""
 
 from __future__ import annotations
-
-import math
 
 import torch
 from torch import nn
 from torch.overrides import TorchFunctionMode
+
+from .attention_op import QUANTIZED_SDPA, ROLES, sdpa_math
+from .ops import FORMATS
+
+_BITS = {name: bits for bits, name in FORMATS.items()}  # 'int8' -> (num_bits, exponent_bits)
 
 SDPA = {nn.functional.scaled_dot_product_attention}
 MATMUL = {torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.bmm,
@@ -103,7 +108,7 @@ class _Replace(TorchFunctionMode):
         site = self.owner.attention_sites.get(index)
         found = self.owner.attention_quantizers
         if site == "sdpa":
-            return quantized_sdpa({r: found[f"sdpa{index}_{r}"] for r in "qkvp"}, *args,
+            return quantized_sdpa({r: found[f"sdpa{index}_{r}"] for r in ROLES}, *args,
                                   **kwargs)
         if site == "matmul":
             a, b = found[f"bmm{index}_a"](args[0]), found[f"bmm{index}_b"](args[1])
@@ -113,25 +118,26 @@ class _Replace(TorchFunctionMode):
 
 def quantized_sdpa(quantizers, query, key, value, attn_mask=None, dropout_p=0.0,
                    is_causal=False, scale=None, enable_gqa=False):
-    """scaled_dot_product_attention's math with quantized q, k, v and P (per tensor):
-    softmax(Q(q) Q(k)ᵀ * scale + mask) -> Q(P) @ Q(v). A bool mask keeps True positions;
-    is_causal masks key j > query i; enable_gqa repeats each key/value head."""
-    q, k, v = quantizers["q"](query), quantizers["k"](key), quantizers["v"](value)
-    if enable_gqa and q.shape[-3] != k.shape[-3]:
-        groups = q.shape[-3] // k.shape[-3]
-        k, v = k.repeat_interleave(groups, -3), v.repeat_interleave(groups, -3)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = torch.matmul(q, k.transpose(-2, -1)) * scale
-    if is_causal:
-        keep = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
-        scores = scores.masked_fill(~keep, float("-inf"))
-    if attn_mask is not None:
-        scores = (scores.masked_fill(~attn_mask, float("-inf")) if attn_mask.dtype == torch.bool
-                  else scores + attn_mask)
-    p = torch.softmax(scores, dim=-1)
-    if dropout_p:
-        p = nn.functional.dropout(p, dropout_p)
-    return torch.matmul(quantizers["p"](p), v)
+    """scaled_dot_product_attention with quantized q, k, v and P (per tensor), the
+    ``TensorQuantizer`` of each role in ``quantizers``: one ``torch_trt_ref::quantized_sdpa``
+    op (Note [Quantized attention is one node]), or its math calling the quantizer modules
+    while one of them calibrates or has a forward hook (``_unfused``)."""
+    if _unfused(quantizers.values()):
+        return sdpa_math(lambda role, x: quantizers[role](x), query, key, value, attn_mask,
+                         dropout_p, is_causal, scale, enable_gqa)
+    first = quantizers["q"]
+    num_bits, exponent_bits = _BITS[first.precision]
+    return QUANTIZED_SDPA(query, key, value, *(quantizers[r].amax for r in ROLES),
+                          attn_mask, dropout_p, is_causal, scale, enable_gqa,
+                          num_bits=num_bits, exponent_bits=exponent_bits,
+                          narrow_range=first.precision == "int8")
+
+
+def _unfused(quantizers) -> bool:
+    """Whether a quantizer must run as a module: it records (calibration) or is hooked (the
+    tie-aware oracle reads and flips each quantizer call's values, ties.py)."""
+    return any(q.calibrator is not None or q._forward_hooks or q._forward_pre_hooks
+               for q in quantizers)
 
 
 class _QuantizedAttention:

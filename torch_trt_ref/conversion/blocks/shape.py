@@ -1,7 +1,7 @@
 """Shape building blocks: rank changes (``add_leading_one``, ``drop_dim``, ``reshape_like``),
 per-channel vectors, ``slice_dim`` (a strided run of one dim) and its bounds, ``pad_slice``
-(every padding mode as one slice), ``squeeze_dims`` and ``repeat_tensor``, and ``index_vector``
-(0..length-1 for a length that may be a runtime size)."""
+(every padding mode as one slice), ``squeeze_dims``, ``repeat_tensor`` and ``repeat_heads``,
+and ``index_vector`` (0..length-1 for a length that may be a runtime size)."""
 
 from __future__ import annotations
 
@@ -121,3 +121,14 @@ def repeat_tensor(ctx, input, repeats):
              for s, r in zip(D.dims_of(ctx, x), repeats)]
     rank = len(sizes)
     return D.slice_nd(ctx, x, [0] * rank, sizes, [1] * rank, mode=trt.SampleMode.WRAP)
+
+
+def repeat_heads(ctx, x, groups: int):
+    """[..., H, S, D] -> [..., H * groups, S, D], every head repeated ``groups`` times in
+    place (torch's repeat_interleave on dim -3, grouped-query attention): a unit dim
+    broadcast to ``groups`` after the head dim, then merged into it."""
+    dims = D.dims_of(ctx, x)
+    rank = len(dims)
+    x = helpers.unsqueeze(ctx, x, rank - 2)
+    x = D.broadcast_to(ctx, x, [*dims[:-2], groups, *dims[-2:]])
+    return D.reshape(ctx, x, [*dims[:-3], dims[-3] * groups, *dims[-2:]])

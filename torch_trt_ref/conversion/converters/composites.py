@@ -15,7 +15,7 @@ from ..blocks.index import scatter_elements
 from ..blocks.linalg import MAT, attention
 from ..blocks.nodes import fake, fake_input, float_operands, node_args, plain_dtypes
 from ..blocks.reduce import where
-from ..blocks.shape import MODE, pad_slice, repeat_tensor, slice_dim, squeeze_dims
+from ..blocks.shape import MODE, pad_slice, repeat_heads, repeat_tensor, slice_dim, squeeze_dims
 from ..registry import converter
 
 aten = torch.ops.aten
@@ -201,19 +201,10 @@ def scaled_dot_product_attention(ctx, query, key, value, attn_mask=None, dropout
     key, value = helpers.itensor(ctx, key), helpers.itensor(ctx, value)
     if enable_gqa and query.shape[-3] != key.shape[-3]:
         groups = query.shape[-3] // key.shape[-3]
-        key, value = _repeat_heads(ctx, key, groups), _repeat_heads(ctx, value, groups)
+        key, value = repeat_heads(ctx, key, groups), repeat_heads(ctx, value, groups)
     bias = attn_mask
     if bias is not None and helpers.dtype_of(bias) == torch.bool:
         bias = where(ctx, helpers.itensor(ctx, bias), 0.0, float("-inf"))
     out, _ = attention(ctx, helpers.itensor(ctx, query), key, value, bias, is_causal, scale)
     return out
 
-
-def _repeat_heads(ctx, x, groups: int):
-    """[..., H, S, D] -> [..., H * groups, S, D], every head repeated ``groups`` times in
-    place: a unit dim broadcast to ``groups`` after the head dim, then merged into it."""
-    dims = D.dims_of(ctx, x)
-    rank = len(dims)
-    x = helpers.unsqueeze(ctx, x, rank - 2)
-    x = D.broadcast_to(ctx, x, [*dims[:-2], groups, *dims[-2:]])
-    return D.reshape(ctx, x, [*dims[:-3], dims[-3] * groups, *dims[-2:]])

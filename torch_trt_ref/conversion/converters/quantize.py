@@ -5,7 +5,6 @@ IDequantizeLayers, in the strongly typed network. Validators reject what TensorR
 
 from __future__ import annotations
 
-import operator
 from typing import Optional
 
 import torch
@@ -23,18 +22,10 @@ from ...quantization.ops import (
 from .. import helpers
 from .._trt_ops import EW
 from ..blocks.nodes import FLOAT_DTYPES, fake, node_args
+from ..blocks.quantize import MAX_VALUE, TRT_TYPE, constant_value, qdq, quantize_activation
 from ..registry import converter
 
 quantize_op, block_quantize_op, block_quantize_none = QUANTIZE_OPS
-MAX_VALUE = {"int8": 127.0, "fp8": FP8_MAX}
-TRT_TYPE = {"int8": trt.int8, "fp8": trt.fp8}
-
-
-def constant_value(value) -> Optional[torch.Tensor]:
-    """The tensor of a get_attr node (a weight or buffer), else None."""
-    if isinstance(value, Node) and value.op == "get_attr":
-        return operator.attrgetter(value.target)(value.graph.owning_module)
-    return value if isinstance(value, torch.Tensor) else None
 
 
 def channel_axis(amax: torch.Tensor) -> Optional[int]:
@@ -112,31 +103,20 @@ def _zero_only_where_zero(amax: torch.Tensor, weight: Optional[torch.Tensor]) ->
            constants=("input", "amax"))
 def quantize(ctx, input, amax, num_bits, exponent_bits, unsigned, narrow_range):
     fmt = format_of(num_bits, exponent_bits)
+    if not isinstance(input, torch.Tensor):  # an activation: per tensor (the validator)
+        return quantize_activation(ctx, input, amax, fmt, narrow_range)
     dtype = helpers.dtype_of(input)
-    if isinstance(input, torch.Tensor):  # channels of amax 0 hold only zeros (the validator)
-        amax = torch.where(amax > 0, amax, torch.ones_like(amax))
+    # channels of amax 0 hold only zeros (the validator)
+    amax = torch.where(amax > 0, amax, torch.ones_like(amax))
     scale = (amax.float() / MAX_VALUE[fmt]).to(dtype)
     axis = channel_axis(amax)
     scale = scale.reshape(()) if axis is None else scale.flatten()
     low = -amax.to(dtype).reshape(amax.shape)
-    if isinstance(input, torch.Tensor):
-        needs_clamp = fmt == "int8" and narrow_range and bool((input < low).any())
-        input = ctx.constant(input)
-    else:
-        needs_clamp = fmt == "int8" and narrow_range
+    needs_clamp = fmt == "int8" and narrow_range and bool((input < low).any())
+    input = ctx.constant(input)
     if needs_clamp:  # Note [Narrow range]
         input = helpers.elementwise(ctx, EW.MAX, input, low)
     return qdq(ctx, input, ctx.constant(scale), TRT_TYPE[fmt], dtype, axis or 0)
-
-
-def qdq(ctx, x, scale, to_type, dtype: torch.dtype, axis: int = 0):
-    """x -> IQuantizeLayer(to_type) -> IDequantizeLayer(dtype), both with ``scale``."""
-    q = ctx.name_layer(ctx.net.add_quantize(x, scale, to_type), "quantize")
-    q.axis = axis
-    dq = ctx.name_layer(ctx.net.add_dequantize(q.get_output(0), scale, to_trt_dtype(dtype)),
-                        "dequantize")
-    dq.axis = axis
-    return dq.get_output(0)
 
 
 def _block_supported(node: Node, settings) -> Optional[str]:
