@@ -30,13 +30,11 @@ def test_anchors_command_takes_a_precision():
         parser.parse_args(["zoo", "anchors", "--precision", "int4"])
 
 
-@pytest.mark.parametrize("forced", ["none", "aten.mul.Tensor",
-                                    "aten.native_layer_norm.default"])
-def test_attention_quantizers_add_no_engine(forced):
+def test_attention_quantizers_add_no_engine():
     """quantize(..., attention=True) makes each fused SDPA one torch_trt_ref::quantized_sdpa
-    node (docs/quantization.md): forcing an op to PyTorch cuts the quantized model where it
-    cuts the fp32 one (with the SDPA written out as its math, mul forced gave 3 engines
-    against 1, layer norm forced 5 against 4)."""
+    node (docs/quantization.md): for every forced op and strategy the quantized model has
+    the fp32 engines and transitions (with the SDPA written out as its math, mul forced gave
+    3 engines against 1, layer norm forced 5 against 4)."""
     import torch
 
     from torch_trt_ref.capture import capture
@@ -44,20 +42,27 @@ def test_attention_quantizers_add_no_engine(forced):
     from torch_trt_ref.partitioning import partition
     from torch_trt_ref.quantization.attention_op import QUANTIZED_SDPA
     from torch_trt_ref.settings import CompilationSettings
-    from zoo.partition_anchor import MIN_BLOCK_SIZE, peer_models
+    from zoo.partition_anchor import FORCED, MIN_BLOCK_SIZE, STRATEGIES, peer_models
     from zoo.quantized import prepare
 
-    settings = CompilationSettings(
-        min_block_size=MIN_BLOCK_SIZE,
-        torch_executed_ops=frozenset() if forced == "none" else frozenset({forced}))
-    engines = []
-    for attention in (None, True):
+    counts = []
+    for attention in (False, True):
         torch.manual_seed(0)
         model, example = peer_models()["bert_tiny_2l"]()
         if attention:
             model, _ = prepare(model.eval(), "int8", (example,), {}, attention=True)
-        gm = lower_program(capture(model.eval(), [example]), settings)
-        sdpa = [n for n in gm.graph.nodes if n.target == QUANTIZED_SDPA]
-        assert len(sdpa) == (2 if attention else 0)
-        engines.append(partition(gm, settings, strategy="fast").count("tensorrt"))
-    assert engines[1] == engines[0]
+        ep = capture(model.eval(), [example])
+        found = {}
+        for forced in FORCED:
+            settings = CompilationSettings(
+                min_block_size=MIN_BLOCK_SIZE,
+                torch_executed_ops=frozenset() if forced == "none" else frozenset({forced}))
+            gm = lower_program(ep, settings)
+            sdpa = [n for n in gm.graph.nodes if n.target == QUANTIZED_SDPA]
+            assert len(sdpa) == (2 if attention else 0)
+            for strategy in STRATEGIES:
+                result = partition(gm, settings, strategy=strategy)
+                found[forced, strategy] = (result.count("tensorrt"), result.transitions())
+        counts.append(found)
+    assert counts[0][("aten.mul.Tensor", "fast")] == (1, 0)
+    assert counts[1] == counts[0]

@@ -163,8 +163,9 @@ def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str =
     calibrated with ``algorithm`` ('max', 'percentile', 'entropy') over ``calibration_data``
     (batches: a tensor, a tuple of positional inputs or a dict of keyword inputs); weight
     ``amax`` is the weight's max. ``attention``: also quantize both inputs of attention's
-    Q·Kᵀ and P·V (per tensor, INT8/FP8; a fused scaled_dot_product_attention runs as its
-    math, docs/quantization.md). Returns an eval-mode copy (the model itself with
+    Q·Kᵀ and P·V (per tensor, INT8/FP8; a fused scaled_dot_product_attention becomes one
+    ``torch_trt_ref::quantized_sdpa`` op holding the q, k, v and P quantizers,
+    docs/quantization.md). Returns an eval-mode copy (the model itself with
     ``inplace``); ``model.quantization`` records what was done."""
     _check(precision, algorithm, percentile)
     if attention and precision == "nvfp4":

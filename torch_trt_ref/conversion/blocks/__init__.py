@@ -10,10 +10,12 @@ never another converter. One name per concept:
 - ``reduce``: ``reduce``, ``reduce_dims``, ``arange``, ``positions``, ``where`` (scalars
   allowed, promoted).
 - ``shape``: rank changes, channel vectors, ``slice_dim``, ``pad_slice``, ``squeeze_dims``,
-  ``repeat_tensor``, ``index_vector``.
+  ``repeat_tensor``, ``repeat_heads``, ``index_vector``.
 - ``index``: ``gather``, ``wrap_negative``, ``broadcast_dims``, ``scatter_elements``,
   ``scatter_reduce_sum``, ``filled``, ``topk_layer``.
 - ``linalg``: ``MAT``, ``attention``.
+- ``quantize``: ``qdq``, ``quantize_activation``, ``constant_value``, ``MAX_VALUE``,
+  ``TRT_TYPE``.
 
 Lower-level helpers (ITensor casts, reshapes, constants) are ``conversion.helpers`` and
 ``conversion.dims``."""
