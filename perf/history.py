@@ -56,14 +56,15 @@ class Series:
         return self.samples[0]
 
 
-# Note [Round minimum]: a run measures each compile in 3 rounds of new servers, 3 fresh
-# processes forked from each. On the 30 quiet calibration runs at 95e5feb, the minima of the
-# 3 rounds of one run differed as much as whole runs did (lgamma_graph's ~2 ms conversion
-# phase: sd 0.061 between rounds of one run, 0.050 between runs), so the minimum of all 9
-# samples takes the luckiest server and moves with it (log sd 0.078 over the 30 runs); the
-# mean of the 3 round minima moved 0.050. Over all 24 compile series the spread fell in 23
-# (by 10-35%) and rose in one (resnet18's build: 0.023 -> 0.033, TensorRT's two build
-# levels); docs/regressions.md, "The statistic".
+# Note [Round minimum]: a quick run measures each compile in 3 rounds of new servers, 3 fresh
+# processes forked from each. On the 30 quiet calibration runs at 95e5feb, the minima of one
+# run's 3 rounds differed about as much as whole runs did (lgamma_graph's ~2 ms conversion
+# phase: log sd 0.061 between the rounds of a run), so the minimum of all 9 samples took the
+# luckiest server and moved with it: log sd 0.078 over the 30 runs, against 0.050 for the mean
+# of the 3 round minima. noise.json's robust spreads of the 24 compile CPU series, the same 30
+# runs both ways: 18 fell (lgamma_graph's conversion 0.109 -> 0.057), 6 rose, none above
+# 0.045 (resnet18's capture 0.031 -> 0.045, its build 0.018 -> 0.029); docs/regressions.md,
+# "Statistics".
 LEGACY_ROUNDS_SERIES = "canary/cpu"  # measured once a round: a record without "rounds"
 
 
