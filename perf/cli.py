@@ -46,6 +46,19 @@ def _record(args, series, load_start, loaded, rev) -> Path:
     return path
 
 
+def _calibration_runs(args, pool_factory) -> list[Path]:
+    """Record --runs quiet reruns at this commit; their paths."""
+    suite = suites.suite(args.suite)
+    rev = revision()  # every calibration run is labelled with the commit it started at
+    paths = []
+    for i in range(args.runs):
+        say(f"calibration run {i + 1}/{args.runs}")
+        load_start, loaded = wait_for_quiet(args.max_wait, args.load_limit)
+        series = run_suite(suite, lambda: pool_factory(None, args.log), args.processes)
+        paths.append(_record(args, series, load_start, loaded, rev))
+    return paths
+
+
 def run_command(args, pool_factory=Pool) -> int:
     suite = suites.suite(args.suite)
     rev = revision()
@@ -61,15 +74,16 @@ def run_command(args, pool_factory=Pool) -> int:
 
 
 def calibrate_command(args, pool_factory=Pool) -> int:
-    suite = suites.suite(args.suite)
-    rev = revision()  # every calibration run is labelled with the commit it started at
-    paths = []
-    for i in range(args.runs):
-        say(f"calibration run {i + 1}/{args.runs}")
-        load_start, loaded = wait_for_quiet(args.max_wait, args.load_limit)
-        series = run_suite(suite, lambda: pool_factory(None, args.log), args.processes)
-        paths.append(_record(args, series, load_start, loaded, rev))
-    calibration = noise.calibrate([history.read_run(p) for p in paths])
+    if args.from_history:  # the recorded runs again (e.g. after the statistic changed)
+        runs = [r for r in history.load_runs(args.history, suite=args.suite)
+                if history.commit_matches(r.commit, args.from_history)]
+        if not runs:
+            raise ValueError(f"no {args.suite} run at commit {args.from_history!r} in "
+                             f"{args.history}; give a commit that perf calibrate recorded")
+        calibration = noise.calibrate(runs)
+    else:
+        calibration = noise.calibrate([history.read_run(p) for p in _calibration_runs(
+            args, pool_factory)])
     out = noise.write_calibration(calibration, args.noise)
     unstable = sorted(n for n, e in calibration["series"].items()
                       if e["spread"] > noise.UNSTABLE)
@@ -169,6 +183,9 @@ def add_subcommands(subparsers) -> None:
     c.add_argument("--runs", type=int, default=noise.MIN_CALIBRATION_RUNS,
                    help="quiet reruns to record (default and minimum "
                         f"{noise.MIN_CALIBRATION_RUNS})")
+    c.add_argument("--from-history", metavar="COMMIT", default=None,
+                   help="measure nothing: recompute perf/noise.json from the runs recorded "
+                        "at COMMIT (e.g. after the run statistic changed)")
     c.set_defaults(func=calibrate_command)
     g = sub.add_parser("gate", help="screen the working tree against history; confirm "
                                     "suspects A/B against --base; exit 1 on a regression")

@@ -25,6 +25,7 @@ class GateRun:
     chosen: list[rules.Screened] = field(default_factory=list)  # suspects confirmed A/B
     confirmations: list[rules.Confirmation] = field(default_factory=list)
     unconfirmed: str | None = None  # why the suspects could not be confirmed
+    current: dict[str, history.Series] = field(default_factory=dict)  # what was measured
 
     @property
     def exact(self) -> list[rules.Screened]:
@@ -57,7 +58,7 @@ def screen_run(suite: Suite, open_pool, runs: list[history.Run], calibration: di
     if drift:
         rows = rules.screen(current, runs, calibration, annotations, drift)
     return GateRun(rows, drift, rules.disturbance(current, runs, annotations),
-                   rules.suspects(rows, max_suspects))
+                   rules.suspects(rows, max_suspects), current=current)
 
 
 def confirm_run(run: GateRun, pool, base_pool: Callable[[], object],

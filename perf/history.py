@@ -25,23 +25,58 @@ NOISY_TYPES = ("cpu", "wall", "rss", "latency")  # judged on log ratios; the res
 
 @dataclass
 class Series:
-    """The raw samples of one series in one run."""
+    """The raw samples of one series in one run, ``rounds`` consecutive equal groups of them
+    (a round: the fresh processes forked from one round's new measuring servers)."""
 
     name: str
     unit: str
     type: str
     samples: list[float] = field(default_factory=list)
+    rounds: int = 1
+
+    def round_samples(self) -> list[list[float]]:
+        """The samples of each round (one group when they do not split into ``rounds``)."""
+        n, k = len(self.samples), self.rounds
+        if k <= 1 or n % k:
+            return [list(self.samples)]
+        size = n // k
+        return [list(self.samples[i:i + size]) for i in range(0, n, size)]
 
     def statistic(self) -> float:
-        """The one number of this run: the minimum for times (interference only ever adds
-        time), the median for RSS, the exact value for counts and accuracy."""
+        """The one number of this run. Times: the mean over rounds of each round's minimum
+        (within a round interference only ever adds time; between rounds the servers' memory
+        layouts differ both ways, so they are averaged: Note [Round minimum]); the median for
+        RSS, the exact value for counts and accuracy."""
         if not self.samples:
             raise ValueError(f"series {self.name!r} has no samples")
         if self.type in ("cpu", "wall", "latency"):
-            return min(self.samples)
+            return statistics.fmean(min(r) for r in self.round_samples())
         if self.type == "rss":
             return statistics.median(self.samples)
         return self.samples[0]
+
+
+# Note [Round minimum]: a quick run measures each compile in 3 rounds of new servers, 3 fresh
+# processes forked from each. On the 30 quiet calibration runs at 95e5feb, the minima of one
+# run's 3 rounds differed about as much as whole runs did (lgamma_graph's ~2 ms conversion
+# phase: log sd 0.061 between the rounds of a run), so the minimum of all 9 samples took the
+# luckiest server and moved with it: log sd 0.078 over the 30 runs, against 0.050 for the mean
+# of the 3 round minima. noise.json's robust spreads of the 24 compile CPU series, the same 30
+# runs both ways: 18 fell (lgamma_graph's conversion 0.109 -> 0.057), 6 rose, none above
+# 0.045 (resnet18's capture 0.031 -> 0.045, its build 0.018 -> 0.029); docs/regressions.md,
+# "Statistics".
+LEGACY_ROUNDS_SERIES = "canary/cpu"  # measured once a round: a record without "rounds"
+
+
+def _legacy_rounds(legacy: list[Series], series: dict[str, Series]) -> None:
+    """Runs recorded before series carried ``rounds`` measured the canary loop once in each
+    round: its sample count is the run's rounds (each ``legacy`` series that splits evenly
+    into them gets them)."""
+    canary = series.get(LEGACY_ROUNDS_SERIES)
+    rounds = len(canary.samples) if canary else 1
+    for s in legacy:
+        if rounds > 1 and len(s.samples) % rounds == 0:
+            s.rounds = rounds
 
 
 @dataclass
@@ -92,6 +127,10 @@ def _check_series(s: dict) -> None:
         raise ValueError(f"series {s['name']!r} has no samples")
     if not all(math.isfinite(v) for v in s["samples"]):
         raise ValueError(f"series {s['name']!r} has a sample that is not a finite number")
+    rounds = s.get("rounds", 1)
+    if not isinstance(rounds, int) or rounds < 1 or len(s["samples"]) % rounds:
+        raise ValueError(f"series {s['name']!r}: rounds {rounds!r} must be a positive integer "
+                         f"dividing its {len(s['samples'])} samples into equal rounds")
 
 
 def write_run(header: dict, series: list[dict], directory: Path = HISTORY_DIR) -> Path:
@@ -106,7 +145,8 @@ def write_run(header: dict, series: list[dict], directory: Path = HISTORY_DIR) -
     stem = f"{stamp}_{header['commit'][:10]}_{header['suite']}"
     lines = [json.dumps({"kind": "header", "schema": SCHEMA, **header})]
     lines += [json.dumps({"kind": "series", "name": s["name"], "unit": s["unit"],
-                          "type": s["type"], "samples": [float(v) for v in s["samples"]]})
+                          "type": s["type"], "samples": [float(v) for v in s["samples"]],
+                          "rounds": s.get("rounds", 1)})
               for s in series]
     for attempt in range(1, 100):
         path = directory / (f"{stem}.jsonl" if attempt == 1 else f"{stem}-{attempt}.jsonl")
@@ -121,7 +161,7 @@ def write_run(header: dict, series: list[dict], directory: Path = HISTORY_DIR) -
 
 def read_run(path: Path) -> Run:
     """Read one history file; a malformed line is an error naming the file and line."""
-    header, series = None, {}
+    header, series, legacy = None, {}, []
     for i, line in enumerate(Path(path).read_text().splitlines(), 1):
         if not line.strip():
             continue
@@ -132,11 +172,15 @@ def read_run(path: Path) -> Run:
         if rec.get("kind") == "header":
             header = {k: v for k, v in rec.items() if k != "kind"}
         elif rec.get("kind") == "series":
-            series[rec["name"]] = Series(rec["name"], rec["unit"], rec["type"], rec["samples"])
+            series[rec["name"]] = Series(rec["name"], rec["unit"], rec["type"], rec["samples"],
+                                         rec.get("rounds", 1))
+            if "rounds" not in rec:
+                legacy.append(series[rec["name"]])
         else:
             raise ValueError(f"{path}:{i}: kind must be 'header' or 'series'")
     if header is None:
         raise ValueError(f"{path}: no header line")
+    _legacy_rounds(legacy, series)
     if header.get("schema") != SCHEMA:
         raise ValueError(f"{path}: schema {header.get('schema')!r}, this reader knows {SCHEMA}")
     return Run(header, series, Path(path))

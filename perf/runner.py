@@ -69,6 +69,8 @@ def run_suite(suite: Suite, open_pool: Callable[[], Pool], processes: int | None
                     for name, v in pool.measure(group, (inject or {}).get(group)).items():
                         s = series.setdefault(name, history.Series(name, v["unit"], v["type"]))
                         s.samples.append(v["value"])
+    for s in series.values():  # a round that lost a sample leaves one group (its minimum)
+        s.rounds = processes if len(s.samples) % processes == 0 else 1
     return series
 
 
@@ -117,5 +119,5 @@ def header(suite: str, load_start: list, load_end: list, loaded: bool,
 
 
 def as_records(series: dict[str, history.Series]) -> list[dict]:
-    return [{"name": s.name, "unit": s.unit, "type": s.type, "samples": s.samples}
-            for s in series.values()]
+    return [{"name": s.name, "unit": s.unit, "type": s.type, "samples": s.samples,
+             "rounds": s.rounds} for s in series.values()]

@@ -13,7 +13,8 @@ Every group is measured in its own fresh processes. Every series the injections 
 at is a control: the other 22 families, the canary, and every compile's per-phase CPU, peak
 RSS and latency (the slowdown spins after ``compile()`` returns, so its phases are not
 touched), except MODEL2's group, whose partition the unsupported op changes. Writes
-perf/results/sensitivity.json (every trial's screen and every confirmation's samples);
+perf/results/sensitivity.json (every trial's screen, its compiles' CPU samples and every
+confirmation's samples);
 tests/test_perf_gate.py re-judges them and checks the rates."""
 
 from __future__ import annotations
@@ -63,7 +64,12 @@ def _trial(run, load_start: float, seconds: float) -> dict:
                                        "pvalue": c.pvalue, "ratio": c.ratio,
                                        "regressed": c.regressed}
                               for c in run.confirmations},
-            "regressed": run.regressed}
+            "regressed": run.regressed,
+            # the compiles' raw CPU samples: their phases are untouched by the injections,
+            # so 20 trials are 20 fresh runs of noise (docs/regressions.md, "The statistic")
+            "samples": {n: {"samples": s.samples, "rounds": s.rounds}
+                        for n, s in run.current.items()
+                        if n.startswith("compile/") and s.type == "cpu"}}
 
 
 def main(argv: list[str] | None = None) -> int:

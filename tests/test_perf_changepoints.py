@@ -171,13 +171,11 @@ def _recorded_rates() -> dict[str, dict]:
     return replays.all_rates(runs)
 
 
-# The one series of 56 outside the rule on recorded noise (session 12: 40 quiet runs):
-# lgamma_graph's conversion phase, ~2 ms of CPU in one process, whose run minimum moves
-# by a log sd of 0.071 (1.70-2.19 ms over 30 runs at one commit; its children of one server
-# alone range 1.9-2.5 ms, whichever core and with the collector on or off). A 15% step is
-# 2 of its spreads: found in 87 of 100 replays, placed 3+ points off or missed in the rest.
-# No false change in it or any other series. docs/regressions.md
-SHORT_PHASE = "compile/lgamma_graph/cpu/conversion"
+# Session 12 left one series of 56 outside the rule: lgamma_graph's ~2 ms conversion phase,
+# 87 of 100, while a run's statistic was the minimum of its 9 samples (log sd 0.078 over 30
+# runs at one commit). Its 3 rounds' minima differ as much as whole runs do, so that minimum
+# followed the luckiest server; the mean of the round minima (history.Series.statistic,
+# Note [Round minimum]) moves 0.050 and meets the rule. docs/regressions.md
 
 
 def test_steps_in_recorded_noise_are_found_and_pure_noise_gives_none():
@@ -187,16 +185,8 @@ def test_steps_in_recorded_noise_are_found_and_pure_noise_gives_none():
     and none of the 100 without a step shows a change."""
     rates = _recorded_rates()
     assert len(rates) >= 56, sorted(rates)
-    missed = {n: r for n, r in rates.items()
-              if (r["found"] < 95 and n != SHORT_PHASE) or r["false_changes"]}
+    missed = {n: r for n, r in rates.items() if r["found"] < 95 or r["false_changes"]}
     assert not missed
-
-
-@pytest.mark.xfail(strict=True, reason="lgamma_graph's ~2 ms conversion phase (log sd "
-                   "0.071 over 40 recorded runs) finds a 15% step in 87 of 100 replays; "
-                   "docs/regressions.md")
-def test_the_2_ms_conversion_phase_meets_the_replay_rule_too():
-    assert _recorded_rates()[SHORT_PHASE]["found"] >= 95
 
 
 def test_a_replay_takes_each_recorded_run_at_most_once():

@@ -332,7 +332,25 @@ def test_every_round_of_a_run_measures_on_fresh_servers(tmp_path):
 
     assert calibrate_command(args, pool_factory=factory) == 0
     assert len(opened) == 5 * 2 and all(p.calls == ["compile:m", "canary"] for p in opened)
-    assert len(history.load_runs(tmp_path)) == 5
+    runs = history.load_runs(tmp_path)
+    assert len(runs) == 5
+    # each series records its rounds, so the statistic can take each round's minimum
+    assert {s.rounds for r in runs for s in r.series.values()} == {len(opened) // 5}
+    # --from-history measures nothing: the same spreads from the recorded runs
+    written = (tmp_path / "n.json").read_text()
+    (tmp_path / "n.json").unlink()
+    again = parser.parse_args(["perf", "calibrate", "--from-history", runs[0].commit[:10],
+                               "--history", str(tmp_path), "--noise", str(tmp_path / "n.json")])
+    assert calibrate_command(again, pool_factory=None) == 0
+    assert _spreads(tmp_path / "n.json") == _spreads(written)
+    with pytest.raises(ValueError, match="no quick run at commit 'deadbeef'"):
+        calibrate_command(parser.parse_args(["perf", "calibrate", "--from-history", "deadbeef",
+                                             "--history", str(tmp_path)]), pool_factory=None)
+
+
+def _spreads(path_or_text) -> dict:
+    text = path_or_text if isinstance(path_or_text, str) else path_or_text.read_text()
+    return json.loads(text)["series"]
 
 
 def test_measuring_servers_pin_the_malloc_mmap_threshold(monkeypatch):

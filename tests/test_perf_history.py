@@ -54,6 +54,43 @@ def test_statistic_per_type():
     assert history.Series("a", "count", "count", [7.0, 7.0]).statistic() == 7.0
 
 
+def test_time_statistic_is_the_mean_of_each_rounds_minimum():
+    # rounds of [1, 5, 9], [3, 2, 7], [4, 8, 6]: minima 1, 2, 4
+    s = history.Series("a", "s", "cpu", [1.0, 5.0, 9.0, 3.0, 2.0, 7.0, 4.0, 8.0, 6.0], 3)
+    assert s.round_samples() == [[1.0, 5.0, 9.0], [3.0, 2.0, 7.0], [4.0, 8.0, 6.0]]
+    assert s.statistic() == pytest.approx(7 / 3)
+    assert history.Series("a", "s", "latency", s.samples, 1).statistic() == 1.0
+    # samples that do not split into the rounds (a round lost one): the minimum of all
+    assert history.Series("a", "s", "cpu", s.samples[:8], 3).statistic() == 1.0
+    # RSS and counts ignore rounds
+    assert history.Series("a", "bytes", "rss", s.samples, 3).statistic() == 5.0
+
+
+def test_rounds_are_written_checked_and_inferred_for_older_records(tmp_path):
+    samples = [1.0, 5.0, 3.0, 2.0, 4.0, 8.0]
+    history.write_run(header(0), [{"name": SERIES, "unit": "s", "type": "cpu",
+                                   "samples": samples, "rounds": 2}], tmp_path)
+    [run] = history.load_runs(tmp_path)
+    assert run.series[SERIES].rounds == 2 and run.series[SERIES].statistic() == 1.5
+    with pytest.raises(ValueError, match="dividing its 6 samples"):
+        history.write_run(header(1), [{"name": SERIES, "unit": "s", "type": "cpu",
+                                       "samples": samples, "rounds": 4}], tmp_path)
+    # a record written before series carried rounds: the canary loop ran once a round
+    old = tmp_path / "old"
+    path = history.write_run(header(0), [
+        {"name": SERIES, "unit": "s", "type": "cpu", "samples": samples},
+        {"name": "odd", "unit": "s", "type": "cpu", "samples": [3.0, 1.0, 2.0, 5.0]},
+        {"name": history.LEGACY_ROUNDS_SERIES, "unit": "s", "type": "cpu",
+         "samples": [1.0, 2.0, 3.0]}], old)
+    path.write_text("".join(line.replace(', "rounds": 1', "") + "\n"
+                            for line in path.read_text().splitlines()))
+    assert '"rounds"' not in path.read_text()
+    [run] = history.load_runs(old)
+    assert {n: s.rounds for n, s in run.series.items()} == {
+        SERIES: 3, "odd": 1, history.LEGACY_ROUNDS_SERIES: 3}
+    assert run.series[SERIES].statistic() == pytest.approx((1 + 2 + 4) / 3)
+
+
 def test_runs_are_append_only(tmp_path):
     a = history.write_run(header(0), [], tmp_path)
     b = history.write_run(header(0), [], tmp_path)
