@@ -11,12 +11,11 @@ import math
 import statistics
 import subprocess
 from dataclasses import dataclass
-from pathlib import Path
 
 from . import changepoints, history
+from .worker import ROOT
 
 GATED_TYPES = ("cpu", "rss", "latency")  # wall time is shown, never gated
-ROOT = Path(__file__).resolve().parent.parent
 # what a perf run measures: the library, the zoo's models and the declared dependencies
 # (a change to perf/ or the docs alone leaves it the same)
 MEASURED_CODE = ("torch_trt_ref", "zoo/models", "zoo/entry.py", "zoo/registry.py",

@@ -13,7 +13,7 @@ never another converter. One name per concept:
   ``repeat_tensor``, ``repeat_heads``, ``index_vector``.
 - ``index``: ``gather``, ``wrap_negative``, ``broadcast_dims``, ``scatter_elements``,
   ``scatter_reduce_sum``, ``filled``, ``topk_layer``.
-- ``linalg``: ``MAT``, ``attention``.
+- ``linalg``: ``MAT``, ``matmul``, ``mask_future``, ``attention``.
 - ``quantize``: ``qdq``, ``quantize_activation``, ``constant_value``, ``MAX_VALUE``,
   ``TRT_TYPE``.
 

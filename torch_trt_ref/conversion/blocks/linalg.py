@@ -1,6 +1,7 @@
-"""Matrix building blocks: ``MAT`` (TensorRT's MatrixOperation) and ``attention``
-(softmax(q k^T * scale + bias) v with its log-sum-exp, as torch's fused kernels compute it),
-shared by the attention kernels and the composite scaled_dot_product_attention."""
+"""Matrix building blocks: ``MAT`` (TensorRT's MatrixOperation), ``matmul``, ``mask_future``
+(the causal mask) and ``attention`` (softmax(q k^T * scale + bias) v with its log-sum-exp,
+as torch's fused kernels compute it), shared by the attention kernels, the composite
+scaled_dot_product_attention and quantized attention."""
 
 from __future__ import annotations
 
@@ -14,10 +15,21 @@ from .reduce import positions, reduce, where
 
 MAT = trt.MatrixOperation
 
-def _matmul(ctx, a, b, transpose_b: bool = False):
+
+def matmul(ctx, a, b, transpose_b: bool = False):
+    """a @ b (a @ bᵀ with ``transpose_b``) of two network tensors."""
     layer = ctx.net.add_matrix_multiply(a, MAT.NONE, b,
                                         MAT.TRANSPOSE if transpose_b else MAT.NONE)
     return ctx.name_layer(layer, "matmul").get_output(0)
+
+
+def mask_future(ctx, scores):
+    """``scores`` [..., L, S] with key j > query i set to -inf (causal attention, top-left
+    aligned as torch)."""
+    rank = len(scores.shape)
+    row, col = positions(ctx, scores, rank - 2), positions(ctx, scores, rank - 1)
+    return where(ctx, helpers.elementwise(ctx, EW.GREATER, col, row), float("-inf"), scores)
+
 
 def attention(ctx, query, key, value, bias, is_causal: bool, scale):
     """(softmax(q k^T * scale + bias) v, logsumexp over the keys), computed in float32
@@ -27,15 +39,12 @@ def attention(ctx, query, key, value, bias, is_causal: bool, scale):
     compute = opmath(dtype)
     q, k, v = (helpers.cast(ctx, t, compute) for t in (query, key, value))
     scale = scale if scale is not None else 1.0 / math.sqrt(query.shape[-1])
-    scores = helpers.elementwise(ctx, EW.PROD, _matmul(ctx, q, k, True), scale, compute)
+    scores = helpers.elementwise(ctx, EW.PROD, matmul(ctx, q, k, True), scale, compute)
     if bias is not None:
         scores = helpers.elementwise(ctx, EW.SUM, scores, helpers.itensor(ctx, bias, compute),
                                      compute)
     if is_causal:
-        rank = len(scores.shape)
-        row, col = positions(ctx, scores, rank - 2), positions(ctx, scores, rank - 1)
-        future = helpers.elementwise(ctx, EW.GREATER, col, row)
-        scores = where(ctx, future, float("-inf"), scores)
+        scores = mask_future(ctx, scores)
     last = len(scores.shape) - 1
     peak = reduce(ctx, RED.MAX, scores, [last], True)
     # Note [Fully masked rows]: a query that may attend to no key has peak -inf; torch
@@ -44,7 +53,7 @@ def attention(ctx, query, key, value, bias, is_causal: bool, scale):
     peak = where(ctx, masked_row, 0.0, peak)
     weights = helpers.unary(ctx, UN.EXP, helpers.elementwise(ctx, EW.SUB, scores, peak))
     total = reduce(ctx, RED.SUM, weights, [last], True)
-    out = _matmul(ctx, helpers.elementwise(ctx, EW.DIV, weights, total), v)
+    out = matmul(ctx, helpers.elementwise(ctx, EW.DIV, weights, total), v)
     out = where(ctx, masked_row, 0.0, out)
     logsumexp = helpers.elementwise(ctx, EW.SUM, helpers.unary(ctx, UN.LOG, total), peak)
     return helpers.cast(ctx, out, dtype), logsumexp  # logsumexp: [..., L, 1]

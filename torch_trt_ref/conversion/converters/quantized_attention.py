@@ -16,10 +16,10 @@ from ...quantization.ops import format_of
 from .. import helpers
 from .._trt_ops import EW
 from ..blocks.elementwise import opmath
-from ..blocks.linalg import MAT
+from ..blocks.linalg import mask_future, matmul
 from ..blocks.nodes import FLOAT_DTYPES, fake, node_args
 from ..blocks.quantize import MAX_VALUE, constant_value, quantize_activation
-from ..blocks.reduce import positions, where
+from ..blocks.reduce import where
 from ..blocks.shape import repeat_heads
 from ..registry import converter
 
@@ -66,12 +66,6 @@ def _supported(node: Node, settings) -> Optional[str]:
 # quantizers run in float32 with the float32 scale, as the eager kernel does, and so does
 # the arithmetic between them (torch's opmath, as the fused attention block computes); the
 # output is cast back. In float32 nothing is cast.
-def _matmul(ctx, a, b, transpose_b: bool = False):
-    layer = ctx.net.add_matrix_multiply(a, MAT.NONE, b,
-                                        MAT.TRANSPOSE if transpose_b else MAT.NONE)
-    return ctx.name_layer(layer, "matmul").get_output(0)
-
-
 @converter(QUANTIZED_SDPA, validator=_supported, dynamic=True, family="quantize",
            constants=AMAX)
 def quantized_sdpa(ctx, query, key, value, amax_q, amax_k, amax_v, amax_p, attn_mask=None,
@@ -92,12 +86,9 @@ def quantized_sdpa(ctx, query, key, value, amax_q, amax_k, amax_v, amax_p, attn_
         groups = q.shape[-3] // k.shape[-3]
         k, v = repeat_heads(ctx, k, groups), repeat_heads(ctx, v, groups)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = helpers.elementwise(ctx, EW.PROD, _matmul(ctx, q, k, True), scale, compute)
-    rank = len(scores.shape)
+    scores = helpers.elementwise(ctx, EW.PROD, matmul(ctx, q, k, True), scale, compute)
     if is_causal:
-        row, col = positions(ctx, scores, rank - 2), positions(ctx, scores, rank - 1)
-        future = helpers.elementwise(ctx, EW.GREATER, col, row)
-        scores = where(ctx, future, float("-inf"), scores)
+        scores = mask_future(ctx, scores)
     if attn_mask is not None:
         mask = helpers.itensor(ctx, attn_mask)
         scores = (where(ctx, mask, scores, float("-inf"))
@@ -108,4 +99,4 @@ def quantized_sdpa(ctx, query, key, value, amax_q, amax_k, amax_v, amax_p, attn_
     softmax.axes = 1 << (rank - 1)
     p = ctx.name_layer(softmax, "softmax").get_output(0)
     p = quantize_activation(ctx, p, amax_p, fmt, narrow_range)
-    return helpers.cast(ctx, _matmul(ctx, p, v), dtype)
+    return helpers.cast(ctx, matmul(ctx, p, v), dtype)
