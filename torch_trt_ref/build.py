@@ -6,8 +6,10 @@ is refit, not rebuilt."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from typing import Callable, ContextManager
 
 from ._trt import BACKEND, trt
 from .conversion.interpreter import ConvertedNetwork
@@ -33,14 +35,16 @@ class EngineBuildError(RuntimeError):
 
 def build_engine(network: ConvertedNetwork, settings: CompilationSettings,
                  cache: EngineCache | None = None,
-                 model_weights: set[tuple[str, str]] | None = None) -> Engine:
+                 model_weights: set[tuple[str, str]] | None = None,
+                 phase: Callable[[str], ContextManager] | None = None) -> Engine:
     """Build ``network`` into a serialized engine, or take it from ``cache`` when a network
     of the same structure was built before; raises EngineBuildError on failure.
 
     ``model_weights`` names the (layer, role) weights that come from the model (the refit
     outputs): the cache key leaves their values out, so a hit may hold other weights and
     is then refit (``Engine.cache_refit``). Every other weight (converter constants,
-    indices) is part of the key."""
+    indices) is part of the key. ``phase("build")`` (a report's phase) times the builder
+    call alone."""
     builder, net = network.builder, network.net
     snapshot = take_snapshot(net, network.ctx.weight_sources)
     snapshot.node_outputs, snapshot.node_converters = network.node_outputs, network.node_converters
@@ -73,12 +77,13 @@ def build_engine(network: ConvertedNetwork, settings: CompilationSettings,
             profile.set_shape(spec.name, spec.min_shape, spec.opt_shape, spec.max_shape)
         config.add_optimization_profile(profile)
     start = time.perf_counter()
-    if key:
-        plan_file = cache.build(
-            key, lambda file: stream_plan(builder, net, config, file, snapshot.weight_bytes()),
-            weights=digest)
-    else:
-        plan_file = build_to_anonymous_file(builder, net, config, snapshot.weight_bytes())
+    with (phase or _untimed)("build"):
+        if key:
+            plan_file = cache.build(
+                key, lambda file: stream_plan(builder, net, config, file,
+                                              snapshot.weight_bytes()), weights=digest)
+        else:
+            plan_file = build_to_anonymous_file(builder, net, config, snapshot.weight_bytes())
     seconds = time.perf_counter() - start
     if plan_file is None:
         raise EngineBuildError(
@@ -87,6 +92,10 @@ def build_engine(network: ConvertedNetwork, settings: CompilationSettings,
     engine = _engine(network, snapshot, plan_file, seconds)
     engine.refittable = refittable
     return engine
+
+
+def _untimed(name: str) -> ContextManager:
+    return contextlib.nullcontext()
 
 
 def _engine(network: ConvertedNetwork, snapshot: NetworkSnapshot, plan_file: PlanFile,

@@ -220,7 +220,8 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
         stitched.register_forward_pre_hook(SizeGuard(conditions), with_kwargs=True)
     stitched.compile_report = report
     stitched.partition_result = result
-    _hold_weights(stitched, ep)
+    with report.phase("weights"):
+        _hold_weights(stitched, ep)
     _guard_input_dtypes(stitched, job)
     return stitched
 
@@ -309,8 +310,9 @@ def _compile_segment(job: CompileJob, name: str, submodule: GraphModule):
                          for layer, roles in network.ctx.weight_sources.items()
                          for role, tensor in roles.items()
                          if tracer is not None and tracer.ref(tensor) is not None}
-        with report.phase("build"):
-            engine = build_engine(network, settings, cache, set(model_weights))
+        with report.phase("engine"):  # the builder call inside is phase "build"
+            engine = build_engine(network, settings, cache, set(model_weights),
+                                  phase=report.phase)
         missing = engine.snapshot.unsupported_kinds()
         if missing and executor == "reference":
             raise RuntimeError(f"reference executor has no function for layer kinds {missing}")

@@ -9,7 +9,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-PHASES = ("capture", "lowering", "partition", "conversion", "build")
+# Exclusive phases: "engine" is an engine's creation but the builder call (network snapshot,
+# cache key, builder config), "build" the TensorRT builder call alone, "weights" taking
+# ownership of the weights and the refit program once every segment is built.
+PHASES = ("capture", "lowering", "partition", "conversion", "engine", "build", "weights")
 
 
 @dataclass
@@ -55,16 +58,26 @@ class CompileReport:
     # dryrun=True: nothing was converted or built; ``plan`` is dryrun.plan_summary's data
     dryrun: bool = False
     plan: dict[str, Any] = field(default_factory=dict)
+    # [wall, cpu] of the phases opened inside each open phase
+    _open: list = field(default_factory=list, repr=False, compare=False)
 
     @contextmanager
     def phase(self, name: str):
+        """Time the block as phase ``name`` (added up over calls), wall and CPU. Phases are
+        exclusive: a phase opened inside another is not counted in the outer one (the
+        builder call, "build", inside "engine")."""
         start, cpu = time.perf_counter(), time.process_time()
+        self._open.append([0.0, 0.0])
         try:
             yield
         finally:
-            self.phases[name] = self.phases.get(name, 0.0) + time.perf_counter() - start
-            self.phases_cpu[name] = (self.phases_cpu.get(name, 0.0)
-                                     + time.process_time() - cpu)
+            inner_wall, inner_cpu = self._open.pop()
+            wall, used = time.perf_counter() - start, time.process_time() - cpu
+            self.phases[name] = self.phases.get(name, 0.0) + wall - inner_wall
+            self.phases_cpu[name] = self.phases_cpu.get(name, 0.0) + used - inner_cpu
+            if self._open:
+                self._open[-1][0] += wall
+                self._open[-1][1] += used
 
     @property
     def counts(self) -> dict[str, int]:
@@ -79,8 +92,8 @@ class CompileReport:
         return {e.name: e.executor for e in self.engines}
 
     def seconds_outside_builder(self, cpu: bool = False) -> float:
-        """Capture + lowering + partition + conversion: wall seconds, or with ``cpu`` the
-        process's CPU seconds."""
+        """Every phase but the TensorRT builder call ("build"): wall seconds, or with
+        ``cpu`` the process's CPU seconds."""
         phases = self.phases_cpu if cpu else self.phases
         return sum(v for k, v in phases.items() if k != "build")
 
