@@ -394,3 +394,48 @@ def test_remove_noop_views_drops_same_shape_views_and_chains_and_keeps_results()
     for got, want in zip(gm(x), Views()(x)):
         torch.testing.assert_close(got, want)
     assert len(remove_noop_views(gm, settings).graph.nodes) == len(gm.graph.nodes)
+
+
+def _every_overload() -> list:
+    """Every OpOverload of every op namespace torch has loaded (made here if need be)."""
+    ops = []
+    for name in list(torch.ops._dir):
+        namespace = getattr(torch.ops, name)
+        if not isinstance(namespace, torch._ops._OpNamespace):
+            continue
+        for packet_name in list(namespace):
+            packet = getattr(namespace, packet_name)
+            if isinstance(packet, torch._ops.OpOverloadPacket):
+                ops += [getattr(packet, o) for o in packet.overloads()]
+    return ops
+
+
+def _same_function(a, b) -> bool:
+    """The same function, or torch's per-call wrapper of a composite (a partial of a fresh
+    closure) made for the same op."""
+    if isinstance(a, functools.partial) and isinstance(b, functools.partial):
+        return (getattr(a.func, "__code__", a.func) is getattr(b.func, "__code__", b.func)
+                and a.args == b.args and a.keywords == b.keywords)
+    return a is b
+
+
+@pytest.mark.parametrize("settings", [
+    CompilationSettings(),
+    CompilationSettings(disabled_decompositions=["aten::batch_norm", "aten.gelu"]),
+    CompilationSettings(enabled_decompositions=["aten.gelu"]),
+], ids=["default", "disabled", "enabled"])
+def test_the_lookup_answers_as_the_table_on_every_op(settings):
+    """Note [Lookup before the table]: DecompositionLookup works each op out alone; on
+    every overload torch has (the table's keys among them) it says what the materialized
+    table says, which test_default_table_and_composites_equal_torchs_own holds to
+    torch.export's own."""
+    from torch_trt_ref.lowering.decompositions import DecompositionLookup
+
+    table = decomposition_table(settings)
+    ops = set(_every_overload()) | set(table)
+    assert len(ops) > 3000
+    lookup = DecompositionLookup(settings)
+    wrong = [str(op) for op in ops if (op in lookup) != (op in table)
+             or op in table and not _same_function(lookup[op], table[op])]
+    assert not wrong, wrong[:10]
+    assert len(lookup) == len(table) and dict(lookup).keys() == table.keys()

@@ -18,7 +18,9 @@ SETTINGS = CompilationSettings()
 class _Block(torch.nn.Module):
     """Every form the direct rewrites take and the forms they leave to tracing: linear on
     2-D, 3-D and 4-D inputs, on a non-contiguous input and without a bias; transpose with
-    negative and equal dims; eval dropout; layer norm with and without affine weights."""
+    negative and equal dims; eval dropout; layer norm with and without affine weights;
+    reshapes of contiguous, viewable and copied inputs; arange with and without a dtype;
+    max and adaptive average pooling; flatten of contiguous and non-contiguous inputs."""
 
     def __init__(self):
         super().__init__()
@@ -35,10 +37,19 @@ class _Block(torch.nn.Module):
         v = self.b(z.unsqueeze(0))                       # 4-D, no bias: traced
         u = self.a(flat)                                 # 2-D linear
         t = y.transpose(-1, -2).transpose(1, 1)          # negative dims; equal dims
-        r = z.reshape(-1, 24), t.reshape(-1, 32)         # contiguous; not: traced
+        r = z.reshape(-1, 24), t.reshape(-1, 32)         # contiguous; not viewable: traced
+        s = y.transpose(0, 1)                            # [4, 2, 8], not contiguous
+        r += s.reshape(4, -1, 8), s.reshape(4, -1, 2, 4)  # viewable: views
         a, b, c = y.split(3, dim=-1)                     # uneven: [3, 3, 2]
         m = (u > 0) & (u < 1)
-        return z, w, v, u, t, self.bare(x), *r, a + b, c, m
+        n = torch.arange(x.shape[0]) + torch.arange(3, dtype=torch.float32).sum()
+        f = torch.nn.functional
+        i = x.unsqueeze(0)                               # [1, 2, 4, 8]
+        p = (f.max_pool2d(i, 2), f.max_pool2d(i, 3, 1, 1, ceil_mode=True),
+             f.adaptive_avg_pool2d(i, 1), f.adaptive_avg_pool2d(i, (2, 2)),
+             torch.flatten(i, 1), torch.flatten(i, 1, 2), torch.flatten(i, 2, 2),
+             torch.flatten(i.transpose(1, 2), 1))        # the last two: traced
+        return z, w, v, u, t, self.bare(x), *r, a + b, c, m, n, *p
 
 
 def _inputs():
@@ -96,9 +107,10 @@ def test_direct_rewrites_take_the_forms_they_handle():
         node_by_node(ep, decomposition_table(SETTINGS))
     finally:
         direct._SIMPLE = original
-    # 4 linears (2 rewritten, 2 traced), 3 transposes (2 / 1), 1 dropout, 2 layer norms,
-    # 2 reshapes (1 / 1), 1 split, 1 and
-    assert sorted(seen) == [False] * 4 + [True] * 10
+    # 4 linears (2 rewritten, 2 traced), 5 transposes (4 / 1), 1 dropout, 2 layer norms,
+    # 4 reshapes (3 / 1), 1 split, 1 and, 2 aranges, 2 max pools, 2 adaptive pools,
+    # 4 flattens (2 / 2)
+    assert sorted(seen) == [False] * 6 + [True] * 22
 
 
 def test_block_lowered_equals_run_decompositions():

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import functools
 import operator
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import ExitStack, contextmanager
 from typing import Callable
 
 import torch
 from torch._decomp import get_decompositions
 
 from ..settings import CompilationSettings, matches_op
-from .default_table import all_cia_ops, default_table
+from .default_table import all_cia_ops, default_entry, default_table
 from .direct import rewrite_directly
 
 aten = torch.ops.aten
@@ -65,9 +66,78 @@ def decomposition_table(settings: CompilationSettings) -> dict:
     plus ``enabled_decompositions`` from torch's full table, plus ours. Materializing
     torch's table costs ~0.1 s, so tables are cached (a fresh dict is returned: callers
     may edit it)."""
-    key = (settings.enabled_decompositions, settings.disabled_decompositions,
-           frozenset(DECOMPOSITIONS.items()))
-    return dict(_table(*key))
+    return dict(_table(*_key(settings)))
+
+
+def _key(settings: CompilationSettings) -> tuple:
+    return (settings.enabled_decompositions, settings.disabled_decompositions,
+            frozenset(DECOMPOSITIONS.items()))
+
+
+class DecompositionLookup(Mapping):
+    """``decomposition_table(settings)`` answered one op at a time (Note [Lookup before
+    the table]): ``op in lookup`` and ``lookup.get(op)`` give what the table gives;
+    iterating it, or ``table()``, materializes the table."""
+
+    def __init__(self, settings: CompilationSettings):
+        self._key = _key(settings)
+        self._ops: dict = {}
+
+    def __getitem__(self, op):
+        if op not in self._ops:
+            self._ops[op] = _entry(op, *self._key)
+        if self._ops[op] is None:
+            raise KeyError(op)
+        return self._ops[op]
+
+    def __contains__(self, op) -> bool:
+        return isinstance(op, torch._ops.OpOverload) and self.get(op) is not None
+
+    def table(self) -> dict:
+        return dict(_table(*self._key))
+
+    def __iter__(self):
+        return iter(self.table())
+
+    def __len__(self) -> int:
+        return len(_table(*self._key))
+
+
+# Note [Lookup before the table]: materializing the table means finding every composite
+# op of every namespace (``all_cia_ops``: ~0.02 s in a fresh process, each compile of the
+# CLI or a sweep is one). Lowering node by node only asks about the ops in the graph, so it
+# asks a DecompositionLookup, and the table is made only when a node is traced with
+# make_fx (which takes the whole table) or the whole program is retraced. BERT-base and
+# resnet18 now lower with no trace at all. tests/test_lowering.py holds the lookup to the
+# table on every op torch has made.
+def _entry(op, enabled: frozenset, disabled: frozenset, ours: frozenset):
+    """``_table(enabled, disabled, ours).get(op)``, worked out for ``op`` alone."""
+    entry = default_entry(op, _core())
+    if entry is not None and (op in KEEP or matches_op(op, disabled)):
+        entry = None
+    if enabled:
+        entry = _enabled(enabled).get(op, entry)
+    mine = dict(ours).get(op)
+    if mine is not None and not matches_op(op, disabled) and (
+            op not in KEEP or matches_op(op, enabled)):
+        entry = mine
+    return entry
+
+
+@functools.lru_cache(maxsize=1)
+def _core() -> dict:
+    from torch._decomp import _core_aten_decompositions_post_autograd
+
+    return _core_aten_decompositions_post_autograd()
+
+
+@functools.lru_cache(maxsize=16)
+def _enabled(enabled: frozenset) -> dict:
+    # getattr, not __getattr__: calling the namespace's __getattr__ directly makes a
+    # new OpOverloadPacket and replaces torch's, so every OpOverload looked up later
+    # (keys of this table, torch's own tables) is a different object.
+    return get_decompositions([getattr(getattr(torch.ops, n.split(".")[0]), n.split(".")[1])
+                               for n in enabled])
 
 
 @functools.lru_cache(maxsize=16)
@@ -77,12 +147,7 @@ def _table(enabled: frozenset, disabled: frozenset, ours: frozenset) -> dict:
         if op in KEEP or matches_op(op, disabled):
             del table[op]
     if enabled:
-        # getattr, not __getattr__: calling the namespace's __getattr__ directly makes a
-        # new OpOverloadPacket and replaces torch's, so every OpOverload looked up later
-        # (keys of this table, torch's own tables) is a different object.
-        extra = [getattr(getattr(torch.ops, n.split(".")[0]), n.split(".")[1])
-                 for n in enabled]
-        table.update(get_decompositions(extra))
+        table.update(_enabled(enabled))
     for op, fn in ours:
         if not matches_op(op, disabled) and (op not in KEEP or matches_op(op, enabled)):
             table[op] = fn
@@ -157,7 +222,16 @@ def _needs_decomposition(op, table: dict) -> bool:
     if op in table:
         return True
     return (torch._C._dispatch_has_kernel_for_dispatch_key(op.name(), "CompositeImplicitAutograd")
-            and op not in _preservable_composites())
+            and not _is_preservable(op))
+
+
+@functools.lru_cache(maxsize=None)
+def _is_preservable(op) -> bool:
+    """``op in _preservable_composites()`` for an op with a C++ composite kernel, without
+    collecting every composite (``all_cia_ops`` makes its candidates the same way)."""
+    from torch._export.utils import _is_preservable_cia_op
+
+    return _is_preservable_cia_op(op)
 
 
 def decompose_locally(gm: torch.fx.GraphModule, table: dict) -> int:
@@ -169,19 +243,34 @@ def decompose_locally(gm: torch.fx.GraphModule, table: dict) -> int:
     number of nodes decomposed. Raises NotLocallyLowerable for higher-order ops (their
     subgraphs would need lowering too) or a node that cannot be traced; callers then use
     ``ExportedProgram.run_decompositions``."""
-    # In-place ops stay out of the table: a decomposition that writes in place (a
-    # composite's ``fill_``) keeps the write, which ``functionalize_inplace`` turns into the
-    # functional op (``fill``) before that is decomposed (``full_like``), the order in
-    # which run_decompositions functionalizes and decomposes.
-    table = {op: fn for op, fn in table.items() if not op._schema.is_mutable}
     try:
-        with preserve_composites(table):
-            return _decompose_nodes(gm, table)
+        with ExitStack() as stack:
+            return _decompose_nodes(gm, table, _Tracing(table, stack))
     except ImportError as err:
         raise NotLocallyLowerable(f"torch lacks a private export helper: {err}") from err
 
 
-def _decompose_nodes(gm: torch.fx.GraphModule, table: dict) -> int:
+class _Tracing:
+    """What tracing a node with make_fx takes, made at the first trace (Note [Lookup before
+    the table]): the whole table and composites preserved while tracing."""
+
+    def __init__(self, table: Mapping, stack: ExitStack):
+        self._source, self._stack, self._table = table, stack, None
+
+    def table(self) -> dict:
+        if self._table is None:
+            source = self._source
+            full = source.table() if isinstance(source, DecompositionLookup) else source
+            # In-place ops stay out of the table: a decomposition that writes in place (a
+            # composite's ``fill_``) keeps the write, which ``functionalize_inplace`` turns
+            # into the functional op (``fill``) before that is decomposed (``full_like``),
+            # the order in which run_decompositions functionalizes and decomposes.
+            self._table = {op: fn for op, fn in full.items() if not op._schema.is_mutable}
+            self._stack.enter_context(preserve_composites(self._table))
+        return self._table
+
+
+def _decompose_nodes(gm: torch.fx.GraphModule, table: Mapping, tracing: _Tracing) -> int:
     fake_mode = next((n.meta["val"].fake_mode for n in gm.graph.nodes if n.op == "placeholder"
                       and hasattr(n.meta.get("val"), "fake_mode")), None)
     if fake_mode is None:
@@ -208,7 +297,7 @@ def _decompose_nodes(gm: torch.fx.GraphModule, table: dict) -> int:
                     gm, node, traced):
                 continue
             try:
-                _decompose_node(gm, node, table, fake_mode, traced)
+                _decompose_node(gm, node, tracing, fake_mode, traced)
             except NotLocallyLowerable:
                 raise
             except Exception as err:
@@ -217,7 +306,8 @@ def _decompose_nodes(gm: torch.fx.GraphModule, table: dict) -> int:
     else:
         raise NotLocallyLowerable(f"decompositions still left ops to decompose after "
                                   f"{_MAX_ROUNDS} rounds")
-    gm.graph.eliminate_dead_code()
+    if total:
+        gm.graph.eliminate_dead_code()
     return total
 
 
@@ -242,7 +332,7 @@ def _signature(node: torch.fx.Node, inputs: list, position: dict):
     return node.target, repr(args), tuple(metas)
 
 
-def _decompose_node(gm: torch.fx.GraphModule, node: torch.fx.Node, table: dict,
+def _decompose_node(gm: torch.fx.GraphModule, node: torch.fx.Node, tracing: _Tracing,
                     fake_mode, traced: dict) -> None:
     from torch._dispatch.python import enable_python_dispatcher
     from torch.fx.experimental.proxy_tensor import make_fx
@@ -270,6 +360,7 @@ def _decompose_node(gm: torch.fx.GraphModule, node: torch.fx.Node, table: dict,
 
     # The table's function itself: calling a composite op would run torch's own
     # decomposition of it (linear -> addmm) instead of the table's (linear -> mm + add).
+    table = tracing.table()
     decomposition = table.get(node.target, node.target)
 
     def call(*values):

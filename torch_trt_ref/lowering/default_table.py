@@ -46,6 +46,34 @@ def all_cia_ops() -> frozenset:
     return _CIA
 
 
+def default_entry(op, core: dict):
+    """``default_table().get(op)`` for one op, without materializing the table: ``core``
+    is ``_core_aten_decompositions_post_autograd()``; a composite op that torch.export
+    would not keep gets its composite decomposition."""
+    from torch._export.utils import _get_decomp_for_cia, _is_aten_op, _is_preservable_cia_op
+    from torch.export.decomp_utils import PRESERVED_ATEN_CIA_OPS
+
+    if op in core:
+        return core[op]
+    if not is_composite(op) or not _is_preservable_cia_op(op):
+        return None
+    if _is_aten_op(op) and op in PRESERVED_ATEN_CIA_OPS:
+        return None
+    return _get_decomp_for_cia(op)
+
+
+def is_composite(op) -> bool:
+    """Has a CompositeImplicitAutograd kernel, in C++ or Python (``all_cia_ops``'s two
+    kinds of candidate)."""
+    if torch._C.DispatchKey.CompositeImplicitAutograd in getattr(op, "py_kernels", ()):
+        return True
+    try:
+        return torch._C._dispatch_has_kernel_for_dispatch_key(op.name(),
+                                                              "CompositeImplicitAutograd")
+    except RuntimeError:  # an overload the dispatcher does not know (aten::stride)
+        return False
+
+
 def default_table() -> dict:
     """``dict(torch.export.default_decompositions())``: the core ATen decompositions plus the
     decomposition of every composite op torch.export would not keep (aten's except those it

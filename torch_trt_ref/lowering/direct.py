@@ -184,17 +184,105 @@ def _replace(gm: GraphModule, node: Node, target, args: tuple, name: str) -> Non
 
 
 def _reshape(gm: GraphModule, node: Node, values: dict) -> bool:
-    """reshape(x, shape) of a contiguous x with static sizes is view(x, shape), the shape as
-    given (torch's kernel; a non-contiguous x is left to tracing)."""
+    """reshape(x, shape) with static sizes is view(x, shape): for a contiguous x the shape
+    as given, for a non-contiguous x that a view can read (BERT's attention output, viewed
+    as it is) the shape with -1 worked out (torch's kernels). A copy is left to tracing."""
     if node.kwargs or len(node.args) != 2 or not isinstance(node.args[0], Node):
         return False
     x, shape = node.args
     value = x.meta.get("val")
     if not isinstance(value, torch.Tensor) or not isinstance(shape, (list, tuple)) \
-            or not all(isinstance(d, int) for d in (*value.shape, *shape)) \
+            or not all(isinstance(d, int) for d in (*value.shape, *shape)):
+        return False
+    if not value.is_contiguous():
+        try:
+            shape = list(value.view(shape).shape)
+        except (RuntimeError, ValueError):  # not viewable: reshape copies
+            return False
+    _replace(gm, node, aten.view.default, (x, list(shape)), "view")
+    return True
+
+
+def _arange(gm: GraphModule, node: Node, values: dict) -> bool:
+    """arange.default(end, dtype=, device=, pin_memory=) as torch.export records it is
+    arange.start_step(0, end, dtype=, layout=strided, device=, pin_memory=) (torch's
+    reference; the dtype only where one was given)."""
+    kwargs = dict(node.kwargs)
+    if len(node.args) != 1 or not {"device", "pin_memory"} <= set(kwargs) \
+            or not set(kwargs) <= {"dtype", "layout", "device", "pin_memory"}:
+        return False
+    new = {"dtype": kwargs["dtype"]} if "dtype" in kwargs else {}
+    new.update(layout=kwargs.get("layout", torch.strided), device=kwargs["device"],
+               pin_memory=kwargs["pin_memory"])
+    with gm.graph.inserting_before(node):
+        arange = gm.graph.create_node("call_function", aten.arange.start_step,
+                                      (0, node.args[0]), new, name="arange")
+    arange.meta = dict(node.meta)
+    node.replace_all_uses_with(arange)
+    gm.graph.erase_node(node)
+    return True
+
+
+def _max_pool2d(gm: GraphModule, node: Node, values: dict) -> bool:
+    """max_pool2d(x, ...) is max_pool2d_with_indices(x, ...)[0], the arguments as given (and
+    an unused getitem of the indices, as the traced route leaves it)."""
+    if node.kwargs or not isinstance(node.args[0], Node):
+        return False
+    pool = _call(gm, aten.max_pool2d_with_indices.default, tuple(node.args), node,
+                 "max_pool2d_with_indices", values)
+    items = []
+    with gm.graph.inserting_before(node):
+        for i, name in enumerate(("getitem", "getitem_1")):
+            items.append(gm.graph.create_node("call_function", operator.getitem, (pool, i),
+                                              name=name))
+            items[-1].meta = {**pool.meta, "val": pool.meta["val"][i]}
+    items[0].meta = dict(node.meta)
+    node.replace_all_uses_with(items[0])
+    gm.graph.erase_node(node)
+    return True
+
+
+def _adaptive_avg_pool2d(gm: GraphModule, node: Node, values: dict) -> bool:
+    """adaptive_avg_pool2d(x, size) of a contiguous x with static sizes is mean.dim(x, [-1,
+    -2], True) for a 1x1 output, else _adaptive_avg_pool2d(x, size) (torch's kernel; a
+    channels-last x also gets a copy: left to tracing)."""
+    if node.kwargs or len(node.args) != 2 or not isinstance(node.args[0], Node):
+        return False
+    x, size = node.args
+    value = x.meta.get("val")
+    if not isinstance(value, torch.Tensor) or not isinstance(size, (list, tuple)) \
+            or not all(isinstance(d, int) for d in (*value.shape, *size)) \
             or not value.is_contiguous():
         return False
-    _replace(gm, node, aten.view.default, (x, list(shape)), "view")
+    if list(size) == [1, 1]:
+        _replace(gm, node, aten.mean.dim, (x, [-1, -2], True), "mean")
+    else:
+        _replace(gm, node, aten._adaptive_avg_pool2d.default, (x, list(size)),
+                 "_adaptive_avg_pool2d")
+    return True
+
+
+def _flatten(gm: GraphModule, node: Node, values: dict) -> bool:
+    """flatten.using_ints(x, start, end) of a contiguous x with static sizes, start before
+    end, is view(x, the flattened sizes) (torch's kernel; else a copy or x itself: left to
+    tracing)."""
+    if node.kwargs or not isinstance(node.args[0], Node):
+        return False
+    x, start, end = (*node.args, 0, -1)[:3] if len(node.args) == 1 else \
+        (*node.args, -1)[:3]
+    value = x.meta.get("val")
+    if not isinstance(value, torch.Tensor) or not isinstance(start, int) \
+            or not isinstance(end, int) or value.dim() == 0 \
+            or not all(isinstance(d, int) for d in value.shape) or not value.is_contiguous():
+        return False
+    start, end = start % value.dim(), end % value.dim()
+    if start >= end:
+        return False
+    inner = 1
+    for d in value.shape[start:end + 1]:
+        inner *= d
+    shape = [*value.shape[:start], inner, *value.shape[end + 1:]]
+    _replace(gm, node, aten.view.default, (x, shape), "view")
     return True
 
 
@@ -240,4 +328,7 @@ def _split(gm: GraphModule, node: Node, values: dict) -> bool:
 _SIMPLE = {aten.transpose.int: _transpose, aten.dropout.default: _dropout,
            aten.layer_norm.default: _layer_norm, aten.linear.default: _linear,
            aten.reshape.default: _reshape, aten.__and__.Tensor: _and,
-           aten.split.Tensor: _split}
+           aten.split.Tensor: _split, aten.arange.default: _arange,
+           aten.max_pool2d.default: _max_pool2d,
+           aten.adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
+           aten.flatten.using_ints: _flatten}

@@ -15,7 +15,7 @@ from torch.utils._pytree import tree_unflatten
 
 from ..capture import export_program
 from ..settings import CompilationSettings, op_name
-from .decompositions import NotLocallyLowerable, decomposition_table
+from .decompositions import DecompositionLookup, NotLocallyLowerable, decomposition_table
 from .pipeline import lower
 from .routes import node_by_node, whole_program
 
@@ -31,14 +31,13 @@ def lower_program(ep: ExportedProgram, settings: CompilationSettings) -> GraphMo
     cannot handle (a write to an input, a weight or a view another node observes; a
     higher-order op such as cond; a node that fails to trace) is retraced whole by
     ``ExportedProgram.run_decompositions`` instead. ``gm.meta["lowering"]`` says which."""
-    table = decomposition_table(settings)
-    try:
-        gm = node_by_node(ep, table)
+    try:  # the table is made only if a node is traced (Note [Lookup before the table])
+        gm = node_by_node(ep, DecompositionLookup(settings))
         route = "node by node"
     except Exception as err:  # the whole-program route is slower but always correct
         level = logging.DEBUG if isinstance(err, NotLocallyLowerable) else logging.INFO
         log.log(level, "lowering with run_decompositions: %s: %s", type(err).__name__, err)
-        gm = whole_program(ep, table)
+        gm = whole_program(ep, decomposition_table(settings))
         route = f"whole program (run_decompositions), because {err}"
     gm.meta["lowering"] = route
     for node in gm.graph.nodes:
@@ -57,7 +56,7 @@ def lowered(graph: Any, settings: CompilationSettings) -> tuple[GraphModule, str
     if not isinstance(graph, GraphModule):
         raise TypeError(f"expected a torch.fx.GraphModule or an ExportedProgram, got "
                         f"{type(graph).__name__}")
-    table = decomposition_table(settings)
+    table = DecompositionLookup(settings)
     if "lowering" in graph.meta or not any(
             n.op == "call_function" and n.target in table for n in graph.graph.nodes):
         return graph, None

@@ -15,7 +15,12 @@ from torch.utils._pytree import tree_leaves
 from ..capture import flat_module
 from ..capture_errors import RESIZED_VIEW, resized_view_message
 from ..settings import CompilationSettings
-from .decompositions import NotLocallyLowerable, decompose_locally, decomposition_table
+from .decompositions import (
+    DecompositionLookup,
+    NotLocallyLowerable,
+    decompose_locally,
+    decomposition_table,
+)
 from .functionalize import functionalize_inplace
 from .pipeline import lower
 
@@ -71,7 +76,7 @@ def assert_routes_agree(ep: ExportedProgram, settings: CompilationSettings, args
     refuses the program (the compile then takes the reference itself). Without
     ``compare_values`` only shapes and dtypes are compared (uninitialized outputs)."""
     table = decomposition_table(settings)
-    fast = lower(node_by_node(ep, table), settings)
+    fast = lower(node_by_node(ep, DecompositionLookup(settings)), settings)
     slow = lower(whole_program(ep, table), settings)
     fast_ops, slow_ops = op_histogram(fast), op_histogram(slow)
     if fast_ops != slow_ops:
