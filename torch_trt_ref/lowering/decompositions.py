@@ -306,8 +306,7 @@ def _decompose_nodes(gm: torch.fx.GraphModule, table: Mapping, tracing: _Tracing
     else:
         raise NotLocallyLowerable(f"decompositions still left ops to decompose after "
                                   f"{_MAX_ROUNDS} rounds")
-    if total:
-        gm.graph.eliminate_dead_code()
+    gm.graph.eliminate_dead_code()  # the export's own dead nodes too (unused getitems)
     return total
 
 
