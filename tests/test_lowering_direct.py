@@ -17,10 +17,12 @@ SETTINGS = CompilationSettings()
 
 class _Block(torch.nn.Module):
     """Every form the direct rewrites take and the forms they leave to tracing: linear on
-    2-D, 3-D and 4-D inputs, on a non-contiguous input and without a bias; transpose with
-    negative and equal dims; eval dropout; layer norm with and without affine weights;
-    reshapes of contiguous, viewable and copied inputs; arange with and without a dtype;
-    max and adaptive average pooling; flatten of contiguous and non-contiguous inputs."""
+    2-D, 3-D and 4-D inputs, with and without a bias, and on a non-contiguous input;
+    transpose with negative and equal dims; eval dropout; layer norm with and without
+    affine weights; reshapes of contiguous, viewable and copied inputs; arange with and
+    without a dtype; max and adaptive average pooling; flatten of contiguous and
+    non-contiguous inputs; a no-op to; new_ones; diff with and without prepend, and of
+    bools."""
 
     def __init__(self):
         super().__init__()
@@ -34,7 +36,7 @@ class _Block(torch.nn.Module):
         y = self.drop(self.norm(x))                      # [2, 4, 8]
         z = self.a(y)                                    # 3-D linear
         w = self.a(y.transpose(0, 1))                    # non-contiguous input: traced
-        v = self.b(z.unsqueeze(0))                       # 4-D, no bias: traced
+        v = self.b(z.unsqueeze(0))                       # 4-D, no bias
         u = self.a(flat)                                 # 2-D linear
         t = y.transpose(-1, -2).transpose(1, 1)          # negative dims; equal dims
         r = z.reshape(-1, 24), t.reshape(-1, 32)         # contiguous; not viewable: traced
@@ -49,7 +51,14 @@ class _Block(torch.nn.Module):
              f.adaptive_avg_pool2d(i, 1), f.adaptive_avg_pool2d(i, (2, 2)),
              torch.flatten(i, 1), torch.flatten(i, 1, 2), torch.flatten(i, 2, 2),
              torch.flatten(i.transpose(1, 2), 1))        # the last two: traced
-        return z, w, v, u, t, self.bare(x), *r, a + b, c, m, n, *p
+        ids = (u > 0).long()                             # [3, 6]
+        o = (x.to(x.device), u.to(torch.float16),       # a no-op; a cast (not this op)
+             ids.new_ones((), dtype=torch.bool), ids.new_ones((2, 3)),
+             x.new_ones((2,)),                           # floating: traced
+             torch.diff(ids, prepend=ids[:, :1] - 1), torch.diff(ids, 1, 1),
+             torch.diff(ids > 0),                        # bool: traced
+             self.b(z), self.b(z[0]))                    # no bias: 3-D and 2-D
+        return z, w, v, u, t, self.bare(x), *r, a + b, c, m, n, *p, *o
 
 
 def _inputs():
@@ -107,10 +116,11 @@ def test_direct_rewrites_take_the_forms_they_handle():
         node_by_node(ep, decomposition_table(SETTINGS))
     finally:
         direct._SIMPLE = original
-    # 4 linears (2 rewritten, 2 traced), 5 transposes (4 / 1), 1 dropout, 2 layer norms,
-    # 4 reshapes (3 / 1), 1 split, 1 and, 2 aranges, 2 max pools, 2 adaptive pools,
-    # 4 flattens (2 / 2)
-    assert sorted(seen) == [False] * 6 + [True] * 22
+    # 6 linears (5 rewritten, 1 traced: the non-contiguous input),
+    # 5 transposes (4 / 1), 1 dropout, 2 layer norms, 4 reshapes (3 / 1), 1 split, 1 and,
+    # 2 aranges, 2 max pools, 2 adaptive pools, 4 flattens (2 / 2), 1 no-op to,
+    # 3 new_ones (2 / 1), 3 diffs (2 / 1)
+    assert sorted(seen) == [False] * 7 + [True] * 30
 
 
 def test_block_lowered_equals_run_decompositions():

@@ -29,6 +29,16 @@ def pack_fp4(codes: torch.Tensor) -> torch.Tensor:
     return (flat[0::2] | (flat[1::2] << 4)).contiguous()
 
 
+# Note [Metadata reads skip the weight tracer]: while a compile converts, the weight tracer
+# (a TorchFunctionMode, Note [Weight program] in weights.py) sees every torch call, and a
+# read of a weight's dtype, shape, pointer or storage is one too: ~3,700 of the 7,600 calls
+# BERT-base's conversion made, each through Python. Reads of metadata are not functions of
+# the values, which is all the tracer records, so handing a weight to TensorRT reads them
+# with torch functions disabled; the calls that make the tensor TensorRT gets (detach, the
+# cast, cpu, contiguous) stay traced.
+_metadata = torch._C.DisableTorchFunction
+
+
 @dataclass
 class ConversionContext:
     net: Any  # trt.INetworkDefinition
@@ -70,22 +80,29 @@ class ConversionContext:
         kept alive for the network's lifetime; the source is remembered for refit."""
         source = tensor
         tensor = tensor.detach()
-        if dtype is not None and tensor.dtype != dtype:
+        with _metadata():
+            cast = dtype is not None and tensor.dtype != dtype
+        if cast:
             tensor = tensor.to(dtype)
         tensor = tensor.cpu().contiguous()
         self._keepalive.append(tensor)
-        if tensor.dtype in LOW_PRECISION_WEIGHTS:  # Note [Low-precision weights]
-            buffer = pack_fp4(tensor) if tensor.dtype == torch.float4_e2m1fn_x2 else tensor
+        with _metadata():
+            kind = LOW_PRECISION_WEIGHTS.get(tensor.dtype)
+        if kind is not None:  # Note [Low-precision weights]
+            buffer = pack_fp4(tensor) if kind == trt.fp4 else tensor
             self._keepalive.append(buffer)
-            weights = trt.Weights(LOW_PRECISION_WEIGHTS[tensor.dtype], buffer.data_ptr(),
-                                  tensor.numel())
+        with _metadata():
+            if kind is not None:
+                weights = trt.Weights(kind, buffer.data_ptr(), tensor.numel())
+            else:
+                weights = trt.Weights(to_trt_dtype(tensor.dtype), tensor.data_ptr(),
+                                      tensor.numel())
             return weights, tensor, self.parameter_of(source)
-        weights = trt.Weights(to_trt_dtype(tensor.dtype), tensor.data_ptr(), tensor.numel())
-        return weights, tensor, self.parameter_of(source)
 
     def parameter_of(self, tensor: torch.Tensor) -> str | None:
         """The model parameter ``tensor`` is (a view of), if any."""
-        return self.param_names.get(tensor.untyped_storage().data_ptr())
+        with _metadata():
+            return self.param_names.get(tensor.untyped_storage().data_ptr())
 
     def record_weights(self, layer, role: str, tensor: torch.Tensor, param: str | None) -> None:
         """Remember which tensor (and which model parameter, if any) fed a layer's weights."""
@@ -103,7 +120,8 @@ class ConversionContext:
         # constant layer, so the engine holds it once.
         key = None
         if self.parameter_of(value) is not None:
-            key = (value.data_ptr(), tuple(value.shape), value.stride(), value.dtype, dtype)
+            with _metadata():
+                key = (value.data_ptr(), tuple(value.shape), value.stride(), value.dtype, dtype)
             if key in self._weight_constants:
                 return self._weight_constants[key]
         weights, stored, param = self.weights(value, dtype)

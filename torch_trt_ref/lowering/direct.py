@@ -124,11 +124,15 @@ def _layer_norm(gm: GraphModule, node: Node, values: dict) -> bool:
 
 
 def _linear(gm: GraphModule, node: Node, values: dict) -> bool:
-    """linear(x, w, b) with a bias and static sizes is ``decompositions.linear``: addmm(b, x,
-    permute(w, [1, 0])), with x flattened to 2 dims by a view and the result viewed back."""
-    if node.kwargs or len(node.args) != 3 or not all(isinstance(a, Node) for a in node.args):
+    """linear(x, w, b) with static sizes is ``decompositions.linear``: addmm(b, x, permute(w,
+    [1, 0])) with a bias, mm without (permute first: matmul's order), x flattened to 2 dims
+    by a view and the result viewed back."""
+    if node.kwargs or len(node.args) not in (2, 3):
         return False
-    x, weight, bias = node.args
+    x, weight, bias = (*node.args, None)[:3]
+    if not isinstance(x, Node) or not isinstance(weight, Node) \
+            or not (bias is None or isinstance(bias, Node)):
+        return False
     value, w = x.meta.get("val"), weight.meta.get("val")
     if not isinstance(value, torch.Tensor) or not isinstance(w, torch.Tensor) \
             or value.dim() < 2 or w.dim() != 2 \
@@ -138,15 +142,21 @@ def _linear(gm: GraphModule, node: Node, values: dict) -> bool:
     rows = 1
     for d in value.shape[:-1]:
         rows *= d
+    if bias is None:  # matmul(x, w.t()): the transpose is traced first
+        turned = _call(gm, aten.permute.default, (weight, [1, 0]), node, "permute", values)
     flat = x
     if value.dim() > 2:  # flatten(0, -2): one view of the contiguous input
         flat = _call(gm, aten.view.default, (x, [rows, value.shape[-1]]), node, "view", values)
-    turned = _call(gm, aten.permute.default, (weight, [1, 0]), node, "permute", values)
+    if bias is not None:
+        turned = _call(gm, aten.permute.default, (weight, [1, 0]), node, "permute", values)
+    target, args, name = ((aten.mm.default, (flat, turned), "mm") if bias is None else
+                          (aten.addmm.default, (bias, flat, turned), "addmm"))
     if value.dim() == 2:
-        _replace(gm, node, aten.addmm.default, (bias, flat, turned), "addmm")
+        _replace(gm, node, target, args, name)
         return True
-    out = _call(gm, aten.addmm.default, (bias, flat, turned), node, "addmm", values)
-    _replace(gm, node, aten.view.default, (out, [*value.shape[:-1], w.shape[0]]), "view_1")
+    out = _call(gm, target, args, node, name, values)
+    _replace(gm, node, aten.view.default, (out, [*value.shape[:-1], w.shape[0]]),
+             "view_1" if bias is not None else "view")
     return True
 
 
@@ -286,6 +296,71 @@ def _flatten(gm: GraphModule, node: Node, values: dict) -> bool:
     return True
 
 
+def _to(gm: GraphModule, node: Node, values: dict) -> bool:
+    """to.dtype_layout(x, dtype=, layout=, device=) to what x already is, is x (torch's
+    reference; torch.export put its ``_assert_tensor_metadata`` before it already)."""
+    x = node.args[0] if len(node.args) == 1 else None
+    value = x.meta.get("val") if isinstance(x, Node) else None
+    kwargs = dict(node.kwargs)
+    if not isinstance(value, torch.Tensor) or set(kwargs) != {"dtype", "layout", "device"} \
+            or kwargs["dtype"] != value.dtype or kwargs["layout"] != torch.strided \
+            or value.layout != torch.strided or torch.device(kwargs["device"]) != value.device:
+        return False
+    node.replace_all_uses_with(x)
+    gm.graph.erase_node(node)
+    return True
+
+
+def _new_ones(gm: GraphModule, node: Node, values: dict) -> bool:
+    """new_ones(x, size, dtype=, pin_memory=) is full(size, 1, dtype= (x's if not given),
+    layout=strided, device=x's, pin_memory=) (True for bool; torch's reference)."""
+    x = node.args[0] if len(node.args) == 2 else None
+    value = x.meta.get("val") if isinstance(x, Node) else None
+    kwargs = dict(node.kwargs)
+    if not isinstance(value, torch.Tensor) or not isinstance(node.args[1], (list, tuple)) \
+            or not set(kwargs) <= {"dtype", "pin_memory"}:
+        return False
+    dtype = kwargs.get("dtype") or value.dtype
+    if dtype.is_floating_point or dtype.is_complex:
+        return False  # left to tracing
+    with gm.graph.inserting_before(node):
+        full = gm.graph.create_node(
+            "call_function", aten.full.default,
+            (list(node.args[1]), True if dtype == torch.bool else 1),
+            {"dtype": dtype, "layout": torch.strided, "device": value.device,
+             "pin_memory": kwargs.get("pin_memory", False)}, name="full")
+    full.meta = dict(node.meta)
+    node.replace_all_uses_with(full)
+    gm.graph.erase_node(node)
+    return True
+
+
+def _diff(gm: GraphModule, node: Node, values: dict) -> bool:
+    """diff(x, 1, dim, prepend) with static sizes, no append, not bool, is sub(slice(y, dim,
+    1, n), slice(y, dim, 0, n - 1)) with y = cat([prepend, x], dim) or x (torch's
+    reference)."""
+    if node.kwargs or not 1 <= len(node.args) <= 5 or not isinstance(node.args[0], Node):
+        return False
+    x, n, dim, prepend, append = (*node.args, *(1, -1, None, None)[len(node.args) - 1:])
+    value = x.meta.get("val")
+    if append is not None:
+        return False
+    parts = [prepend, x] if prepend is not None else [x]
+    vals = [p.meta.get("val") if isinstance(p, Node) else None for p in parts]
+    if n != 1 or not isinstance(dim, int) or not all(isinstance(v, torch.Tensor) for v in vals) \
+            or value.dtype == torch.bool \
+            or not all(isinstance(d, int) for v in vals for d in v.shape):
+        return False
+    length = sum(v.shape[dim] for v in vals)
+    y = x
+    if prepend is not None:
+        y = _call(gm, aten.cat.default, ([prepend, x], dim), node, "cat", values)
+    low = _call(gm, aten.slice.Tensor, (y, dim, 0, length - 1), node, "slice", values)
+    high = _call(gm, aten.slice.Tensor, (y, dim, 1, length), node, "slice", values)
+    _replace(gm, node, aten.sub.Tensor, (high, low), "sub")
+    return True
+
+
 def _and(gm: GraphModule, node: Node, values: dict) -> bool:
     """__and__.Tensor(a, b) is bitwise_and.Tensor(a, b)."""
     if node.kwargs or len(node.args) != 2:
@@ -331,4 +406,5 @@ _SIMPLE = {aten.transpose.int: _transpose, aten.dropout.default: _dropout,
            aten.split.Tensor: _split, aten.arange.default: _arange,
            aten.max_pool2d.default: _max_pool2d,
            aten.adaptive_avg_pool2d.default: _adaptive_avg_pool2d,
-           aten.flatten.using_ints: _flatten}
+           aten.flatten.using_ints: _flatten, aten.to.dtype_layout: _to,
+           aten.new_ones.default: _new_ones, aten.diff.default: _diff}
