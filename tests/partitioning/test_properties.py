@@ -119,3 +119,27 @@ def test_compiled_module_equals_original(strategy, ops, min_block_size):
     expected, actual = gm(*inputs), compiled(*inputs)
     for e, a in zip(expected, actual):
         torch.testing.assert_close(a, e)
+
+
+@pytest.mark.parametrize("strategy", STRATEGY_NAMES)
+def test_both_muls_of_an_add_stay_with_it_under_a_tight_budget(strategy):
+    """Found by test_partition_properties: in add(mul(x, w0), mul(x, w2)) the matcher took
+    only the first mul into the Mul -> Add group, and a 16-byte engine budget then cut the
+    second mul from the add. Both matches at one anchor are one group now: the three nodes
+    stay one engine, reported over the budget."""
+    ops = [("weight", (0, 0), 1), ("add", (0, 0), 1), ("weight", (0, 0), 1),
+           ("add", (12, 14), 1)]
+    gm, inputs = build(ops)
+    muls = [n for n in gm.graph.nodes if n.target == aten.mul.Tensor]
+    (add,) = {u for m in muls for u in m.users}
+    assert [set(g) for _, g in find_atomic_groups(gm)] == [{*muls, add}]
+    extra = HIERARCHY if strategy == "hierarchical" else {}
+    settings_ = ttr.CompilationSettings(partitioner=strategy, min_block_size=1,
+                                        enable_resource_partitioning=True,
+                                        cpu_memory_budget=64, **extra)
+    result = partition(gm, settings_, REGISTRY)
+    _check_atomic(gm, result, settings_)
+    _check_budget(result, settings_)
+    expected, actual = gm(*inputs), stitch(gm, result)(*inputs)
+    for e, a in zip(expected, actual):
+        torch.testing.assert_close(a, e, rtol=0, atol=0, equal_nan=True)

@@ -87,18 +87,39 @@ def _match(p: Node, g: Any, found: dict[Node, Any]) -> bool:
     if p in found:
         return found[p] is g
     found[p] = g
-    orders = [_node_args(p)]
-    if p.target in COMMUTATIVE and len(p.args) >= 2:
-        swapped = (p.args[1], p.args[0], *p.args[2:])
-        orders.append(list(enumerate(swapped)) + list(p.kwargs.items()))
     g_args = dict(_node_args(g))
-    for p_args in orders:
+    for p_args in _orders(p):
         trial = dict(found)
         if all(_match(pa, g_args.get(k), trial) for k, pa in p_args if isinstance(pa, Node)):
             found.update(trial)
             return True
     del found[p]
     return False
+
+
+def _orders(p: Node) -> list[list[tuple[Any, Any]]]:
+    """The orders in which pattern node ``p``'s arguments may meet a graph node's: as
+    written, and swapped for a commutative op."""
+    orders = [_node_args(p)]
+    if p.target in COMMUTATIVE and len(p.args) >= 2:
+        swapped = (p.args[1], p.args[0], *p.args[2:])
+        orders.append(list(enumerate(swapped)) + list(p.kwargs.items()))
+    return orders
+
+
+def _anchor_matches(anchor: Node, candidate: Node) -> list[list[Node]]:
+    """The graph nodes of each match of the pattern at ``candidate``, one per argument order
+    of the anchor that matches (add(mul, mul) matches Mul -> Add twice, once per mul)."""
+    g_args = dict(_node_args(candidate))
+    out = []
+    for p_args in _orders(anchor):
+        found = {anchor: candidate}
+        if all(_match(pa, g_args.get(k), found) for k, pa in p_args if isinstance(pa, Node)) \
+                and _contained(found, anchor):
+            nodes = [g for p, g in found.items() if p.op == "call_function"]
+            if nodes not in out:
+                out.append(nodes)
+    return out
 
 
 def _contained(found: dict[Node, Any], anchor: Node) -> bool:
@@ -112,7 +133,9 @@ def find_atomic_groups(gm: GraphModule | Graph, patterns: list[AtomicPattern] | 
                        by_target: dict[Any, list[Node]] | None = None,
                        ) -> list[tuple[str, list[Node]]]:
     """Every match of every pattern as (pattern name, graph nodes). Matches of one pattern
-    do not overlap (first match in graph order wins); matches of different patterns may.
+    do not overlap (first match in graph order wins), except the matches at one anchor,
+    which are one group: in add(mul(a, b), mul(c, d)) each mul fuses into the add, so
+    neither may be cut from it. Matches of different patterns may overlap.
 
     Anchored matching: for each pattern, only graph nodes whose target equals the anchor's
     and whose arguments include the ops feeding the anchor are tried; the match then walks
@@ -131,14 +154,14 @@ def find_atomic_groups(gm: GraphModule | Graph, patterns: list[AtomicPattern] | 
         for candidate in by_target.get(pattern.anchor.target, ()):
             if not feeding <= {a.target for a in candidate.all_input_nodes}:
                 continue
-            found: dict[Node, Any] = {}
-            if not _match(pattern.anchor, candidate, found) or not _contained(found,
-                                                                                pattern.anchor):
-                continue
-            nodes = [g for p, g in found.items() if p.op == "call_function"]
-            if taken.isdisjoint(nodes):
-                taken.update(nodes)
-                groups.append((pattern.name, nodes))
+            group: list[Node] = []
+            for nodes in _anchor_matches(pattern.anchor, candidate):
+                new = [n for n in nodes if n not in group]
+                if taken.isdisjoint(new):
+                    taken.update(new)
+                    group += new
+            if group:
+                groups.append((pattern.name, group))
     return groups
 
 
