@@ -111,16 +111,22 @@ def _layer_norm(gm: GraphModule, node: Node, values: dict) -> bool:
     x, shape, weight, bias, eps, _ = node.args
     norm = _call(gm, aten.native_layer_norm.default, (x, shape, weight, bias, eps), node,
                  "native_layer_norm", values)
+    _replace_by_first_item(gm, node, norm, 3)
+    return True
+
+
+def _replace_by_first_item(gm: GraphModule, node: Node, multi: Node, count: int) -> None:
+    """``node`` replaced by item 0 of the multi-output ``multi``, after a getitem of each of
+    its ``count`` items (the unused ones as the traced route leaves them, for DCE)."""
     items = []
     with gm.graph.inserting_before(node):
-        for i, name in enumerate(("getitem", "getitem_1", "getitem_2")):
-            items.append(gm.graph.create_node("call_function", operator.getitem, (norm, i),
-                                              name=name))
-            items[-1].meta = {**norm.meta, "val": norm.meta["val"][i]}
+        for i in range(count):
+            items.append(gm.graph.create_node("call_function", operator.getitem, (multi, i),
+                                              name="getitem" if i == 0 else f"getitem_{i}"))
+            items[-1].meta = {**multi.meta, "val": multi.meta["val"][i]}
     items[0].meta = dict(node.meta)
     node.replace_all_uses_with(items[0])
     gm.graph.erase_node(node)
-    return True
 
 
 def _linear(gm: GraphModule, node: Node, values: dict) -> bool:
@@ -240,15 +246,7 @@ def _max_pool2d(gm: GraphModule, node: Node, values: dict) -> bool:
         return False
     pool = _call(gm, aten.max_pool2d_with_indices.default, tuple(node.args), node,
                  "max_pool2d_with_indices", values)
-    items = []
-    with gm.graph.inserting_before(node):
-        for i, name in enumerate(("getitem", "getitem_1")):
-            items.append(gm.graph.create_node("call_function", operator.getitem, (pool, i),
-                                              name=name))
-            items[-1].meta = {**pool.meta, "val": pool.meta["val"][i]}
-    items[0].meta = dict(node.meta)
-    node.replace_all_uses_with(items[0])
-    gm.graph.erase_node(node)
+    _replace_by_first_item(gm, node, pool, 2)
     return True
 
 
