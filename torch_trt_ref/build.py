@@ -77,7 +77,7 @@ def build_engine(network: ConvertedNetwork, settings: CompilationSettings,
             profile.set_shape(spec.name, spec.min_shape, spec.opt_shape, spec.max_shape)
         config.add_optimization_profile(profile)
     start = time.perf_counter()
-    with (phase or _untimed)("build"):
+    with (phase or contextlib.nullcontext)("build"):
         if key:
             plan_file = cache.build(
                 key, lambda file: stream_plan(builder, net, config, file,
@@ -92,10 +92,6 @@ def build_engine(network: ConvertedNetwork, settings: CompilationSettings,
     engine = _engine(network, snapshot, plan_file, seconds)
     engine.refittable = refittable
     return engine
-
-
-def _untimed(name: str) -> ContextManager:
-    return contextlib.nullcontext()
 
 
 def _engine(network: ConvertedNetwork, snapshot: NetworkSnapshot, plan_file: PlanFile,

@@ -34,8 +34,8 @@ def pack_fp4(codes: torch.Tensor) -> torch.Tensor:
 # read of a weight's dtype, shape, pointer or storage is one too: ~3,700 of the 7,600 calls
 # BERT-base's conversion made, each through Python. Reads of metadata are not functions of
 # the values, which is all the tracer records, so handing a weight to TensorRT reads them
-# with torch functions disabled; the calls that make the tensor TensorRT gets (detach, the
-# cast, cpu, contiguous) stay traced.
+# with torch functions disabled; the calls that make the tensor the program must recompute
+# (detach, the cast, cpu, contiguous) stay traced. (FP4 packing feeds TensorRT only.)
 _metadata = torch._C.DisableTorchFunction
 
 
@@ -87,16 +87,13 @@ class ConversionContext:
         tensor = tensor.cpu().contiguous()
         self._keepalive.append(tensor)
         with _metadata():
-            kind = LOW_PRECISION_WEIGHTS.get(tensor.dtype)
-        if kind is not None:  # Note [Low-precision weights]
-            buffer = pack_fp4(tensor) if kind == trt.fp4 else tensor
-            self._keepalive.append(buffer)
-        with _metadata():
-            if kind is not None:
-                weights = trt.Weights(kind, buffer.data_ptr(), tensor.numel())
-            else:
-                weights = trt.Weights(to_trt_dtype(tensor.dtype), tensor.data_ptr(),
-                                      tensor.numel())
+            kind = LOW_PRECISION_WEIGHTS.get(tensor.dtype)  # Note [Low-precision weights]
+            if kind is None:
+                kind, buffer = to_trt_dtype(tensor.dtype), tensor
+            else:  # FP4 packed for TensorRT only: the program keeps the unpacked tensor
+                buffer = pack_fp4(tensor) if kind == trt.fp4 else tensor
+                self._keepalive.append(buffer)
+            weights = trt.Weights(kind, buffer.data_ptr(), tensor.numel())
             return weights, tensor, self.parameter_of(source)
 
     def parameter_of(self, tensor: torch.Tensor) -> str | None:
