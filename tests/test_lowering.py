@@ -10,7 +10,7 @@ from torch_trt_ref import CompilationSettings
 from torch_trt_ref.capture import capture
 from torch_trt_ref.compiler import lower_program
 from torch_trt_ref.lowering.decompositions import decomposition_table, register_decomposition
-from torch_trt_ref.lowering.passes import fold_constants, split_tied_embeddings
+from torch_trt_ref.lowering.passes import fold_constants, remove_noops, split_tied_embeddings
 from torch_trt_ref.lowering.pipeline import lower_segment
 from torch_trt_ref.settings import op_name
 
@@ -340,6 +340,11 @@ def test_a_pass_that_leaves_an_invalid_graph_is_named():
     gm = lower_program(capture(Net(), (torch.randn(2, 4),)), CompilationSettings())
     with pytest.raises(RuntimeError, match="lowering pass breaks_the_graph left an invalid"):
         lower(gm, CompilationSettings(), passes=[breaks_the_graph])
+    # the graph is linted once, after the last pass: all the passes that ran are named
+    gm = lower_program(capture(Net(), (torch.randn(2, 4),)), CompilationSettings())
+    with pytest.raises(RuntimeError, match="one of the lowering passes breaks_the_graph, "
+                                           "remove_noops .*left an invalid"):
+        lower(gm, CompilationSettings(), passes=[breaks_the_graph, remove_noops])
 
 
 class MonteCarloDropout(torch.nn.Module):
@@ -439,3 +444,51 @@ def test_the_lookup_answers_as_the_table_on_every_op(settings):
              or op in table and not _same_function(lookup[op], table[op])]
     assert not wrong, wrong[:10]
     assert len(lookup) == len(table) and dict(lookup).keys() == table.keys()
+
+
+class DeadEnds(torch.nn.Module):
+    """Dead nodes of every kind eliminate_dead_code tells apart: a dead chain, a dead random
+    draw (impure), unused items of a multi-output op, and dead nodes inside a cond branch."""
+
+    def forward(self, x):
+        torch.relu(x).neg()
+        torch.rand(3)
+        values, _ = torch.sort(x, dim=-1)
+        taken = torch.cond(x.sum() > 0, lambda v: v.cos(), lambda v: v.sin(), (values,))
+        return taken + 1
+
+
+def test_remove_dead_nodes_removes_what_eliminate_dead_code_removes():
+    """Held to torch.fx's Graph.eliminate_dead_code (Note [Dead code, users first]) on a
+    captured graph with dead nodes added after export: the same nodes are left, in the
+    graph and in the cond branches."""
+    import copy
+
+    from torch_trt_ref.capture import flat_module
+    from torch_trt_ref.lowering.meta import remove_dead_nodes
+
+    gm = flat_module(capture(DeadEnds(), (torch.randn(2, 4),)))
+    graphs = [gm] + [m for m in gm.children() if isinstance(m, torch.fx.GraphModule)]
+    assert len(graphs) == 3  # the graph and its two branches
+    for g in graphs:  # export dropped the model's dead code: put some back in every graph
+        for node in [n for n in g.graph.nodes if n.op == "call_function"]:
+            if isinstance(node.meta.get("val"), torch.Tensor):
+                with g.graph.inserting_after(node):
+                    dead = g.graph.call_function(torch.ops.aten.neg.default, (node,))
+                with g.graph.inserting_after(dead):
+                    g.graph.call_function(torch.ops.aten.exp.default, (dead,))
+                with g.graph.inserting_after(node):
+                    g.graph.call_function(torch.ops.aten.rand.default, ([2],))
+        g.recompile()
+
+    def names(m):
+        return [[n.name for n in g.graph.nodes] for g in
+                [m] + [c for c in m.children() if isinstance(c, torch.fx.GraphModule)]]
+
+    ours, theirs = copy.deepcopy(gm), copy.deepcopy(gm)
+    assert remove_dead_nodes(ours) is True
+    assert theirs.graph.eliminate_dead_code() is True
+    assert names(ours) == names(theirs)
+    assert names(ours) != names(gm)
+    assert any("rand" in name for name in names(ours)[0])  # random draws are impure: kept
+    assert remove_dead_nodes(ours) is False

@@ -40,7 +40,8 @@ from .inputs import Input
 from .lowering import lower_program  # noqa: F401  (public here too: tests, docs, the zoo)
 from .lowering.pipeline import lower_segment
 from .ownership import own_weights, storages_of
-from .partitioning import TENSORRT, TORCH, PartitionResult, partition, stitch, support_report
+from .partitioning import (TENSORRT, TORCH, PartitionResult, check_nodes, partition, stitch,
+                           support_report)
 from .partitioning.hierarchical import wrap_backend_segment
 from .partitioning.plan import plan_summary
 from .partitioning.random_ops import fixed_draws_warning, is_random
@@ -179,8 +180,9 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
     report.lowering = gm.meta.get("lowering", "")
     say(f"lowered in {report.phases['lowering']:.2f}s")
     with report.phase("partition"):
-        report.support = support_report(gm, settings, registry).to_json()
-        result = partition(gm, settings, registry)
+        checked = check_nodes(gm, settings, registry)
+        report.support = support_report(gm, settings, registry, checked).to_json()
+        result = partition(gm, settings, registry, checked=checked)
         report.partition = result.to_json()
         stitched = stitch(gm, result)
     say(str(result))

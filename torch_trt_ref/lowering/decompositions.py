@@ -15,6 +15,7 @@ from torch._decomp import get_decompositions
 from ..settings import CompilationSettings, matches_op
 from .default_table import all_cia_ops, default_entry, default_table
 from .direct import rewrite_directly
+from .meta import remove_dead_nodes
 
 aten = torch.ops.aten
 
@@ -309,7 +310,7 @@ def _decompose_nodes(gm: torch.fx.GraphModule, table: Mapping, tracing: _Tracing
     else:
         raise NotLocallyLowerable(f"decompositions still left ops to decompose after "
                                   f"{_MAX_ROUNDS} rounds")
-    gm.graph.eliminate_dead_code()  # the export's own dead nodes too (unused getitems)
+    remove_dead_nodes(gm)  # the export's own dead nodes too (unused getitems)
     return total
 
 

@@ -1,5 +1,6 @@
 """Node metadata (FakeTensor ``val``): its re-propagation after passes that change dtypes,
-and ``insert_call``, a new node whose metadata is computed as it is inserted."""
+and the two graph edits the passes share: ``insert_call``, a new node whose metadata is
+computed as it is inserted, and ``remove_dead_nodes``."""
 
 from __future__ import annotations
 
@@ -74,3 +75,27 @@ def insert_call(gm: GraphModule, target, args: tuple, anchor: Node, kwargs=None,
         if key in anchor.meta:
             node.meta[key] = anchor.meta[key]
     return node
+
+
+# Note [Dead code, users first]
+# torch.fx's ``Graph.eliminate_dead_code`` lints the whole graph first and asks every node
+# ``is_impure`` (a schema and registry lookup) before looking at its users, though only a
+# node without users can go. On BERT-base's lowering its four calls cost 14 ms of 55
+# (issue 25). ``remove_dead_nodes`` removes the same nodes, in the same reverse order:
+# it asks ``is_impure`` (with torch's default, random ops impure) only of nodes without
+# users, and leaves the lint to the pipeline, which lints once after the last pass.
+def remove_dead_nodes(gm: GraphModule) -> bool:
+    """Erase every node without users that has no side effects, last first, in ``gm`` and
+    in the subgraph modules its ``get_attr`` nodes name (as ``eliminate_dead_code`` does);
+    True if any was erased. Note [Dead code, users first]."""
+    changed = False
+    for node in reversed(gm.graph.nodes):
+        if not node.users and not node.is_impure():
+            gm.graph.erase_node(node)
+            changed = True
+    named = {n.target for n in gm.graph.find_nodes(op="get_attr")}
+    for name, child in gm.named_children():
+        if name in named and isinstance(child, GraphModule) and remove_dead_nodes(child):
+            child.recompile()
+            changed = True
+    return changed

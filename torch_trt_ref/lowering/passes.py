@@ -1,6 +1,6 @@
 """The lowering passes of the pipeline (remove_noops, remove_asserts, fold_constants,
 split_tied_embeddings). Each is ``(gm, settings) -> gm``, edits the graph only (never runs the
-module) and leaves it valid (the pipeline lints after every pass)."""
+module) and leaves it valid (the pipeline lints after the last pass)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from torch.fx import GraphModule, Node
 from ..settings import CompilationSettings
 from ..threads import one_thread
 from ..weights import traced
-from .meta import insert_call
+from .meta import insert_call, remove_dead_nodes
 
 log = logging.getLogger(__name__)
 
@@ -180,7 +180,7 @@ def fold_constants(gm: GraphModule, settings: CompilationSettings) -> GraphModul
             if source is not None:
                 attr.meta["param_name"] = source.meta.get("param_name", source.target)
             node.replace_all_uses_with(attr)
-    gm.graph.eliminate_dead_code()
+    remove_dead_nodes(gm)
     return gm
 
 
@@ -222,7 +222,7 @@ def split_tied_embeddings(gm: GraphModule, settings: CompilationSettings) -> Gra
                  if mm.target == aten.mm.default and mm.args[1] is t]
         if lookups and heads:
             _split_rows(gm, nodes[0], lookups, heads)
-    gm.graph.eliminate_dead_code()
+    remove_dead_nodes(gm)
     return gm
 
 

@@ -4,6 +4,7 @@ from .atomic import register_atomic_subgraph  # noqa: F401
 from .capability import (  # noqa: F401
     SupportReport,
     check_node,
+    check_nodes,
     get_graph_converter_support,
     support_report,
 )

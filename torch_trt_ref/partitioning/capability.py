@@ -11,6 +11,7 @@ from typing import Any, Iterable
 import torch
 from torch.fx import GraphModule, Node
 
+from .. import work
 from .._trt import is_trt_dtype_supported
 from ..conversion.interpreter import select_converter
 from ..conversion.registry import CONVERTERS, ConverterRegistry
@@ -129,15 +130,26 @@ class SupportReport:
         return "\n".join(lines)
 
 
+def check_nodes(gm: GraphModule, settings: CompilationSettings,
+                registry: ConverterRegistry = CONVERTERS) -> dict[Node, str | None]:
+    """``check_node`` of every call_function node of ``gm``, in graph order. A compile
+    checks once and hands the result to both ``support_report`` and ``partition``."""
+    checked = {node: check_node(node, settings, registry)
+               for node in gm.graph.nodes if node.op == "call_function"}
+    work.add("partition.capability_checks", len(checked))
+    return checked
+
+
 def support_report(gm: GraphModule, settings: CompilationSettings,
-                   registry: ConverterRegistry = CONVERTERS) -> SupportReport:
-    """Check every call_function node of ``gm``; counts and reasons per operator."""
+                   registry: ConverterRegistry = CONVERTERS,
+                   checked: dict[Node, str | None] | None = None) -> SupportReport:
+    """Check every call_function node of ``gm`` (or take ``checked``, ``check_nodes`` of
+    it); counts and reasons per operator."""
     report = SupportReport()
-    for node in gm.graph.nodes:
-        if node.op != "call_function":
-            continue
+    if checked is None:
+        checked = check_nodes(gm, settings, registry)
+    for node, reason in checked.items():
         name = op_name(node.target)
-        reason = check_node(node, settings, registry)
         if reason is None:
             report.supported[name] += 1
         else:

@@ -14,7 +14,7 @@ from .. import work
 from ..conversion.registry import CONVERTERS, ConverterRegistry
 from ..settings import CompilationSettings, op_name
 from .atomic import find_atomic_groups
-from .capability import check_node
+from .capability import check_nodes
 from .hierarchical import accepts, backend_priority
 from .quantized import follow_readers, quantizer_groups
 from .resource import resource_partition
@@ -73,11 +73,13 @@ def unit_graph(gm: GraphModule, settings: CompilationSettings, rejected: dict[No
 
 def partition(gm: GraphModule, settings: CompilationSettings,
               registry: ConverterRegistry = CONVERTERS,
-              strategy: str | None = None) -> PartitionResult:
+              strategy: str | None = None,
+              checked: dict[Node, str | None] | None = None) -> PartitionResult:
     """Assign every call_function node of ``gm`` to a segment.
 
     ``strategy`` overrides ``settings.partitioner`` (any name in ``STRATEGIES``, including
-    the "linear" baseline). Steps: capability check of every node (reasons kept);
+    the "linear" baseline); ``checked``: the capability check already made of ``gm``
+    (``check_nodes``), else it is made here. Steps: capability check of every node (reasons kept);
     require_full_compilation raises listing unsupported ops with counts; units (fusion
     groups); the strategy; accelerator segments below min_block_size go to PyTorch (not
     under require_full_compilation, where the graph is fully supported); adjacent
@@ -86,7 +88,8 @@ def partition(gm: GraphModule, settings: CompilationSettings,
     plan is redone. Cost: O(N + E) for every strategy but global, whose exact search is
     bounded by ``global_partition.STATE_BUDGET`` states (see docs/partitioning.md)."""
     with _gc_paused():
-        return _partition(gm, settings, registry, STRATEGIES[strategy or settings.partitioner])
+        return _partition(gm, settings, registry, STRATEGIES[strategy or settings.partitioner],
+                          checked)
 
 
 @contextmanager
@@ -103,13 +106,14 @@ def _gc_paused():
 
 
 def _partition(gm: GraphModule, settings: CompilationSettings, registry: ConverterRegistry,
-               spec) -> PartitionResult:
+               spec, checked: dict[Node, str | None] | None) -> PartitionResult:
     calls = [n for n in gm.graph.nodes if n.op == "call_function"]
-    work.add("partition.capability_checks", len(calls))
+    if checked is None:
+        checked = check_nodes(gm, settings, registry)
     rejected: dict[Node, str] = {}
     by_target: dict = {}  # one scan: capability and the index the pattern matcher uses
     for node in calls:
-        reason = check_node(node, settings, registry)
+        reason = checked[node]
         if reason is not None:
             rejected[node] = reason
         by_target.setdefault(node.target, []).append(node)
