@@ -122,7 +122,9 @@ class ConversionContext:
             if key in self._weight_constants:
                 return self._weight_constants[key]
         weights, stored, param = self.weights(value, dtype)
-        layer = self.name_layer(self.net.add_constant(tuple(stored.shape), weights), "constant")
+        with _metadata():
+            shape = tuple(stored.shape)
+        layer = self.name_layer(self.net.add_constant(shape, weights), "constant")
         self.record_weights(layer, "weights", stored, param)
         if key is not None:
             self._weight_constants[key] = layer.get_output(0)

@@ -42,16 +42,18 @@ def rank_of(x: Any) -> int:
 
 
 def result_type(*values: Any) -> torch.dtype:
-    """torch's type promotion over ITensors, constant tensors and Python scalars."""
-    probes = []
-    for v in values:
-        if is_tensor(v) or isinstance(v, torch.Tensor):
-            probes.append(torch.empty([1] * rank_of(v), dtype=dtype_of(v)))
-        else:
-            probes.append(v)
-    if len(probes) == 1:
-        return probes[0].dtype if isinstance(probes[0], torch.Tensor) else dtype_of(probes[0])
-    _, dtype = elementwise_dtypes(*probes, type_promotion_kind=DEFAULT_PROMOTION)
+    """torch's type promotion over ITensors, constant tensors and Python scalars. (Dtypes
+    and ranks only: Note [Metadata reads skip the weight tracer].)"""
+    with torch._C.DisableTorchFunction():
+        probes = []
+        for v in values:
+            if is_tensor(v) or isinstance(v, torch.Tensor):
+                probes.append(torch.empty([1] * rank_of(v), dtype=dtype_of(v)))
+            else:
+                probes.append(v)
+        if len(probes) == 1:
+            return probes[0].dtype if isinstance(probes[0], torch.Tensor) else dtype_of(probes[0])
+        _, dtype = elementwise_dtypes(*probes, type_promotion_kind=DEFAULT_PROMOTION)
     return dtype
 
 

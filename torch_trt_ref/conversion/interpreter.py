@@ -140,12 +140,14 @@ def _makers(node: Node, symbols: set) -> list[str]:
 
 
 def has_dynamic_shapes(node: Node) -> bool:
-    """True if any input or output of ``node`` has a symbolic dimension."""
-    for v in _fake_values(node):
-        if isinstance(v, torch.Tensor) and any(not isinstance(d, int) for d in v.shape):
-            return True
-        if isinstance(v, torch.SymInt):
-            return True
+    """True if any input or output of ``node`` has a symbolic dimension. (Reads of FakeTensor
+    shapes: Note [Metadata reads skip the weight tracer].)"""
+    with torch._C.DisableTorchFunction():
+        for v in _fake_values(node):
+            if isinstance(v, torch.Tensor) and any(not isinstance(d, int) for d in v.shape):
+                return True
+            if isinstance(v, torch.SymInt):
+                return True
     return False
 
 
@@ -175,7 +177,8 @@ class Interpreter:
                 value = operator.attrgetter(node.target)(self.gm)
                 ctx.constants[node] = value
                 if isinstance(value, torch.Tensor):
-                    key = value.untyped_storage().data_ptr()
+                    with torch._C.DisableTorchFunction():  # Note [Metadata reads skip ...]
+                        key = value.untyped_storage().data_ptr()
                     ctx.param_names[key] = node.meta.get("param_name", node.target)
             elif node.op == "call_function":
                 self._convert(ctx, node, result)
@@ -290,7 +293,9 @@ def _match_meta_dtype(ctx: ConversionContext, node: Node, out: Any) -> Any:
     so the strongly typed network carries exactly the graph's types."""
     meta = node.meta.get("val")
     if helpers.is_tensor(out) and isinstance(meta, torch.Tensor):
-        if to_torch_dtype(out.dtype) != meta.dtype:
-            return helpers.cast(ctx, out, meta.dtype)
+        with torch._C.DisableTorchFunction():  # Note [Metadata reads skip the weight tracer]
+            dtype = meta.dtype
+        if to_torch_dtype(out.dtype) != dtype:
+            return helpers.cast(ctx, out, dtype)
     return out
 

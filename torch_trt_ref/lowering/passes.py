@@ -113,9 +113,10 @@ def _weight_viewed_by(result: torch.Tensor, node: Node, value) -> Node | None:
         seen.add(n)
         if n.op == "get_attr":
             weight = value(n)
-            if isinstance(weight, torch.Tensor) and (
-                    weight.untyped_storage().data_ptr() == result.untyped_storage().data_ptr()):
-                return n
+            with torch._C.DisableTorchFunction():  # storage addresses: nothing to trace
+                if isinstance(weight, torch.Tensor) and (weight.untyped_storage().data_ptr()
+                                                         == result.untyped_storage().data_ptr()):
+                    return n
         else:
             todo.extend(n.all_input_nodes)
     return None

@@ -61,9 +61,12 @@ class NetworkSnapshot:
         return total
 
 
+_PLAIN = frozenset({bool, int, float, str, type(None)})
+
+
 def _plain(value: Any) -> Any:
     """TensorRT attribute values -> plain Python (enums by name, Dims as tuples)."""
-    if isinstance(value, (bool, int, float, str)) or value is None:
+    if type(value) in _PLAIN or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, enum.Enum) or type(value).__module__.startswith("tensorrt"):
         name = getattr(value, "name", None)
@@ -135,20 +138,22 @@ def take_snapshot(net, weight_sources: dict[str, dict[str, torch.Tensor]]) -> Ne
     inputs = [_tensor_info(net.get_input(i)) for i in range(net.num_inputs)]
     outputs = [net.get_output(i).name for i in range(net.num_outputs)]
     records = []
+    kinds: dict = {}  # layer type -> (kind, its reference spec, (name, getter) per attribute)
     for i in range(net.num_layers):
         layer = net.get_layer(i)
-        kind = str(layer.type).rsplit(".", 1)[-1]
+        known = kinds.get(layer.type)
+        if known is None:
+            known = kinds[layer.type] = _kind(layer.type)
+        kind, spec, getters = known
         record = LayerRecord(
             layer.name, kind, _inputs(layer),
             [_tensor_info(layer.get_output(j)) for j in range(layer.num_outputs)],
         )
-        spec = REFERENCE_LAYERS.get(kind)
         if spec is not None:
             layer.__class__ = spec.interface
-            for attr in spec.attrs:  # a name, or (name, dotted path from the layer)
-                name, path = attr if isinstance(attr, tuple) else (attr, attr)
+            for name, getter in getters:
                 try:
-                    record.attrs[name] = _plain(operator.attrgetter(path)(layer))
+                    record.attrs[name] = _plain(getter(layer))
                 except Exception:  # attribute not applicable to this configuration
                     record.attrs[name] = None
             sources = weight_sources.get(layer.name, {})
@@ -162,6 +167,16 @@ def take_snapshot(net, weight_sources: dict[str, dict[str, torch.Tensor]]) -> Ne
                 record.attrs["weights"] = torch.empty(0, dtype=dtype)
         records.append(record)
     return NetworkSnapshot(inputs, outputs, _in_dependency_order(records))
+
+
+def _kind(layer_type) -> tuple:
+    """A layer type's kind name, its reference spec and a getter per attribute (a name, or
+    (name, dotted path from the layer))."""
+    kind = str(layer_type).rsplit(".", 1)[-1]
+    spec = REFERENCE_LAYERS.get(kind)
+    attrs = spec.attrs if spec is not None else ()
+    pairs = [attr if isinstance(attr, tuple) else (attr, attr) for attr in attrs]
+    return kind, spec, [(name, operator.attrgetter(path)) for name, path in pairs]
 
 
 # Note [Layer order]: a network's layer order is creation order, which is not always an

@@ -93,7 +93,8 @@ def floating_point_input(node, settings) -> Optional[str]:
 
 def float_operands(node, settings) -> Optional[str]:
     """Validator: every tensor input is fp32/fp16/bf16 (TensorRT has no integer matmul)."""
-    dtypes = {fake(n).dtype for n in node.all_input_nodes}
+    with torch._C.DisableTorchFunction():  # Note [Metadata reads skip the weight tracer]
+        dtypes = {fake(n).dtype for n in node.all_input_nodes}
     if not dtypes <= set(FLOAT_DTYPES):
         names = sorted(str(d).removeprefix("torch.") for d in dtypes)
         return f"TensorRT matrix multiply takes fp32/fp16/bf16 only (got {names})"
