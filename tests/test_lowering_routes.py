@@ -83,3 +83,33 @@ def test_convolutions_and_batch_norms_rewritten_directly_equal_run_decomposition
     shapes = ({0: batch}, {0: batch}, {0: batch}, None) if dynamic else None
     ep = torch.export.export(_Convolutions().eval(), args, dynamic_shapes=shapes)
     assert_routes_agree(ep, SETTINGS, args, {})
+
+
+class _CosineEmbeddingLoss(torch.nn.Module):
+    def forward(self, x, y):
+        return torch.nn.functional.cosine_embedding_loss(x, y, torch.ones(x.shape[0]))
+
+
+def test_a_decomposition_that_writes_in_place_gets_another_round():
+    """cosine_embedding_loss decomposes into ops that write in place: the fast route must
+    functionalize them and decompose again (its rounds stop only once a round leaves no
+    write), and still equal run_decompositions."""
+    from torch_trt_ref.lowering import routes
+    from torch_trt_ref.lowering.functionalize import writes_in_place
+
+    args = (torch.randn(4, 6), torch.randn(4, 6))
+    ep = capture(_CosineEmbeddingLoss(), list(args))
+    left = []
+    decompose = routes.decompose_locally
+
+    def recorded(gm, table):
+        count = decompose(gm, table)
+        left.append(writes_in_place(gm))
+        return count
+
+    routes.decompose_locally = recorded
+    try:
+        assert_routes_agree(ep, SETTINGS, args, {})
+    finally:
+        routes.decompose_locally = decompose
+    assert left == [True, False]  # the first round left writes; the second none

@@ -35,7 +35,11 @@ def pack_fp4(codes: torch.Tensor) -> torch.Tensor:
 # BERT-base's conversion made, each through Python. Reads of metadata are not functions of
 # the values, which is all the tracer records, so handing a weight to TensorRT reads them
 # with torch functions disabled; the calls that make the tensor the program must recompute
-# (detach, the cast, cpu, contiguous) stay traced. (FP4 packing feeds TensorRT only.)
+# (detach, the cast, cpu, contiguous) stay traced. (FP4 packing feeds TensorRT only.) So do
+# the interpreter's reads of FakeTensor metadata: the dynamic-shape check, the match to the
+# node's dtype, type promotion (``helpers.result_type``), a validator's dtypes; BERT-base's
+# conversion now makes 2,047 traced calls (4,813 before). Validators that may read a
+# weight's values stay traced: the program keeps such reads as guards.
 _metadata = torch._C.DisableTorchFunction
 
 

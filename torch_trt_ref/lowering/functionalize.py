@@ -42,6 +42,11 @@ def _writes(node: Node) -> bool:
             and node.target._schema.is_mutable)
 
 
+def writes_in_place(gm: GraphModule) -> bool:
+    """Does any node of ``gm`` write in place (what ``functionalize_inplace`` rewrites)?"""
+    return any(_writes(node) for node in gm.graph.nodes)
+
+
 def _view_chain(node: Node) -> list[Node]:
     """[base, view, ..., node]: ``node`` reached from its base through slice/select views."""
     chain = [node]

@@ -21,7 +21,7 @@ from .decompositions import (
     decompose_locally,
     decomposition_table,
 )
-from .functionalize import functionalize_inplace
+from .functionalize import functionalize_inplace, writes_in_place
 from .pipeline import lower
 
 
@@ -33,10 +33,12 @@ def node_by_node(ep: ExportedProgram, table: dict) -> GraphModule:
     generated on first use (``flat_module(lazy=True)``)."""
     gm = flat_module(ep, lazy=True)
     # A decomposition may write in place (a composite's kernel calls clamp_min_), and the
-    # out-of-place op may be one the table decomposes (clamp_min -> clamp): repeat.
+    # out-of-place op may be one the table decomposes (clamp_min -> clamp): repeat while
+    # the decompositions leave writes (decompose_locally itself runs until the table covers
+    # no node, so a round after one that left no write would find nothing to do).
     for _ in range(_MAX_ROUNDS):
         functionalize_inplace(gm)
-        if not decompose_locally(gm, table):
+        if not decompose_locally(gm, table) or not writes_in_place(gm):
             return gm
     raise NotLocallyLowerable(f"in-place ops still left after {_MAX_ROUNDS} rounds")
 
