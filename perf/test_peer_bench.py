@@ -73,7 +73,7 @@ def _alternating(benchmark, rounds: int, one) -> list[dict]:
 
 def _ratios(rows: list[dict]) -> dict:
     """Per-round and best-of ratios ours/peer, and whether the targets held every round."""
-    failed = [r for r in rows if "error" in r or r.get("ok") is False]
+    failed = [r for r in rows if r.get("error") or r.get("ok") is False]
     assert not failed, f"a compile failed: {failed}"
     by_round: dict[int, dict] = {}
     for row in rows:
