@@ -40,8 +40,15 @@ from .inputs import Input
 from .lowering import lower_program  # noqa: F401  (public here too: tests, docs, the zoo)
 from .lowering.pipeline import lower_segment
 from .ownership import own_weights, storages_of
-from .partitioning import (TENSORRT, TORCH, PartitionResult, check_nodes, partition, stitch,
-                           support_report)
+from .partitioning import (
+    TENSORRT,
+    TORCH,
+    PartitionResult,
+    check_nodes,
+    partition,
+    stitch,
+    support_report,
+)
 from .partitioning.hierarchical import wrap_backend_segment
 from .partitioning.plan import plan_summary
 from .partitioning.random_ops import fixed_draws_warning, is_random
