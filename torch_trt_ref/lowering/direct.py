@@ -46,12 +46,8 @@ def rewrite_directly(gm: GraphModule, node: Node, values: dict | None = None) ->
         lists[i] = [item] * spatial if isinstance(item, int) else list(item)
         if len(lists[i]) != spatial:
             return False
-    with gm.graph.inserting_before(node):  # named as the traced route names it
-        new = gm.graph.create_node("call_function", aten.convolution.default, (
-            x, weight, bias, *lists, False, [0] * spatial, groups), name="convolution")
-    new.meta = dict(node.meta)
-    node.replace_all_uses_with(new)
-    gm.graph.erase_node(node)
+    _replace(gm, node, aten.convolution.default,  # named as the traced route names it
+             (x, weight, bias, *lists, False, [0] * spatial, groups), "convolution")
     return True
 
 
@@ -69,12 +65,7 @@ def _batch_norm(gm: GraphModule, node: Node) -> bool:
                        name="_native_batch_norm_legit_no_training")
     norm.meta = {**{k: v for k, v in node.meta.items() if k != "tensor_meta"},
                  "val": norm.meta["val"]}
-    with gm.graph.inserting_before(node):
-        item = gm.graph.create_node("call_function", operator.getitem, (norm, 0),
-                                    name="getitem")
-    item.meta = dict(node.meta)
-    node.replace_all_uses_with(item)
-    gm.graph.erase_node(node)
+    _replace_by_first_item(gm, node, norm, 1)
     return True
 
 
@@ -190,10 +181,12 @@ def _shape_key(n: Node):
     return ("value", str(val))
 
 
-def _replace(gm: GraphModule, node: Node, target, args: tuple, name: str) -> None:
-    """One new ``target(*args)`` node in place of ``node``, holding its value (and meta)."""
+def _replace(gm: GraphModule, node: Node, target, args: tuple, name: str,
+             kwargs: dict | None = None) -> None:
+    """One new ``target(*args, **kwargs)`` node in place of ``node``, holding its value (and
+    meta)."""
     with gm.graph.inserting_before(node):
-        new = gm.graph.create_node("call_function", target, args, name=name)
+        new = gm.graph.create_node("call_function", target, args, kwargs, name=name)
     new.meta = dict(node.meta)
     node.replace_all_uses_with(new)
     gm.graph.erase_node(node)
@@ -230,12 +223,7 @@ def _arange(gm: GraphModule, node: Node, values: dict) -> bool:
     new = {"dtype": kwargs["dtype"]} if "dtype" in kwargs else {}
     new.update(layout=kwargs.get("layout", torch.strided), device=kwargs["device"],
                pin_memory=kwargs["pin_memory"])
-    with gm.graph.inserting_before(node):
-        arange = gm.graph.create_node("call_function", aten.arange.start_step,
-                                      (0, node.args[0]), new, name="arange")
-    arange.meta = dict(node.meta)
-    node.replace_all_uses_with(arange)
-    gm.graph.erase_node(node)
+    _replace(gm, node, aten.arange.start_step, (0, node.args[0]), "arange", new)
     return True
 
 
@@ -321,15 +309,10 @@ def _new_ones(gm: GraphModule, node: Node, values: dict) -> bool:
     dtype = kwargs.get("dtype") or value.dtype
     if dtype.is_floating_point or dtype.is_complex:
         return False  # left to tracing
-    with gm.graph.inserting_before(node):
-        full = gm.graph.create_node(
-            "call_function", aten.full.default,
-            (list(node.args[1]), True if dtype == torch.bool else 1),
-            {"dtype": dtype, "layout": torch.strided, "device": value.device,
-             "pin_memory": kwargs.get("pin_memory", False)}, name="full")
-    full.meta = dict(node.meta)
-    node.replace_all_uses_with(full)
-    gm.graph.erase_node(node)
+    _replace(gm, node, aten.full.default,
+             (list(node.args[1]), True if dtype == torch.bool else 1), "full",
+             {"dtype": dtype, "layout": torch.strided, "device": value.device,
+              "pin_memory": kwargs.get("pin_memory", False)})
     return True
 
 
