@@ -251,7 +251,7 @@ class WeightTracer(TorchFunctionMode):
         state-dict tensor made outside the tracer is found by its storage."""
         if not isinstance(tensor, torch.Tensor) or isinstance(tensor, FakeTensor):
             return None
-        with torch._C.DisableTorchFunction():
+        with untraced():
             ref = self._refs.get(tensor)
             if ref is not None or tensor.device.type == "meta":
                 return ref
@@ -395,3 +395,9 @@ def traced() -> Iterator[WeightTracer | None]:
 
 def current_tracer() -> WeightTracer | None:
     return _TRACER.get()
+
+
+# A block of metadata reads (dtype, shape, a storage's address: no function of the values)
+# runs with torch functions off, so the tracer does not see each read (Note [Metadata reads
+# skip the weight tracer], conversion/context.py).
+untraced = torch._C.DisableTorchFunction

@@ -12,6 +12,7 @@ from torch.fx import Node
 
 from .._trt import to_trt_dtype, trt
 from ..settings import CompilationSettings
+from ..weights import untraced
 
 # Note [Low-precision weights]: a pre-quantized weight (NVFP4 data and its FP8 block scales,
 # docs/quantization.md) is a constant of TensorRT type FP4 or FP8. The converter hands over
@@ -34,13 +35,13 @@ def pack_fp4(codes: torch.Tensor) -> torch.Tensor:
 # read of a weight's dtype, shape, pointer or storage is one too: ~3,700 of the 7,600 calls
 # BERT-base's conversion made, each through Python. Reads of metadata are not functions of
 # the values, which is all the tracer records, so handing a weight to TensorRT reads them
-# with torch functions disabled; the calls that make the tensor the program must recompute
-# (detach, the cast, cpu, contiguous) stay traced. (FP4 packing feeds TensorRT only.) So do
-# the interpreter's reads of FakeTensor metadata: the dynamic-shape check, the match to the
-# node's dtype, type promotion (``helpers.result_type``), a validator's dtypes; BERT-base's
-# conversion now makes 2,047 traced calls (4,813 before). Validators that may read a
-# weight's values stay traced: the program keeps such reads as guards.
-_metadata = torch._C.DisableTorchFunction
+# under ``weights.untraced`` (torch functions off); the calls that make the tensor the
+# program must recompute (detach, the cast, cpu, contiguous) stay traced. (FP4 packing
+# feeds TensorRT only.) So do the interpreter's reads of FakeTensor metadata: the
+# dynamic-shape check, the match to the node's dtype, type promotion
+# (``helpers.result_type``), a validator's dtypes; BERT-base's conversion now makes 2,047
+# traced calls (4,813 before). Validators that may read a weight's values stay traced: the
+# program keeps such reads as guards.
 
 
 @dataclass
@@ -84,13 +85,13 @@ class ConversionContext:
         kept alive for the network's lifetime; the source is remembered for refit."""
         source = tensor
         tensor = tensor.detach()
-        with _metadata():
+        with untraced():
             cast = dtype is not None and tensor.dtype != dtype
         if cast:
             tensor = tensor.to(dtype)
         tensor = tensor.cpu().contiguous()
         self._keepalive.append(tensor)
-        with _metadata():
+        with untraced():
             kind = LOW_PRECISION_WEIGHTS.get(tensor.dtype)  # Note [Low-precision weights]
             if kind is None:
                 kind, buffer = to_trt_dtype(tensor.dtype), tensor
@@ -102,7 +103,7 @@ class ConversionContext:
 
     def parameter_of(self, tensor: torch.Tensor) -> str | None:
         """The model parameter ``tensor`` is (a view of), if any."""
-        with _metadata():
+        with untraced():
             return self.param_names.get(tensor.untyped_storage().data_ptr())
 
     def record_weights(self, layer, role: str, tensor: torch.Tensor, param: str | None) -> None:
@@ -121,12 +122,12 @@ class ConversionContext:
         # constant layer, so the engine holds it once.
         key = None
         if self.parameter_of(value) is not None:
-            with _metadata():
+            with untraced():
                 key = (value.data_ptr(), tuple(value.shape), value.stride(), value.dtype, dtype)
             if key in self._weight_constants:
                 return self._weight_constants[key]
         weights, stored, param = self.weights(value, dtype)
-        with _metadata():
+        with untraced():
             shape = tuple(stored.shape)
         layer = self.name_layer(self.net.add_constant(shape, weights), "constant")
         self.record_weights(layer, "weights", stored, param)

@@ -10,6 +10,7 @@ import torch
 from torch._prims_common import ELEMENTWISE_TYPE_PROMOTION_KIND, elementwise_dtypes
 
 from .._trt import to_torch_dtype, to_trt_dtype, trt
+from ..weights import untraced
 from .context import ConversionContext
 
 ITensor = trt.ITensor
@@ -44,7 +45,7 @@ def rank_of(x: Any) -> int:
 def result_type(*values: Any) -> torch.dtype:
     """torch's type promotion over ITensors, constant tensors and Python scalars. (Dtypes
     and ranks only: Note [Metadata reads skip the weight tracer].)"""
-    with torch._C.DisableTorchFunction():
+    with untraced():
         probes = []
         for v in values:
             if is_tensor(v) or isinstance(v, torch.Tensor):

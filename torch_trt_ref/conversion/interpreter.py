@@ -13,6 +13,7 @@ from torch.fx import GraphModule, Node
 
 from .._trt import make_logger, to_torch_dtype, to_trt_dtype, trt
 from ..settings import CompilationSettings, op_name
+from ..weights import untraced
 from . import helpers
 from .context import ConversionContext
 from .registry import (
@@ -142,7 +143,7 @@ def _makers(node: Node, symbols: set) -> list[str]:
 def has_dynamic_shapes(node: Node) -> bool:
     """True if any input or output of ``node`` has a symbolic dimension. (Reads of FakeTensor
     shapes: Note [Metadata reads skip the weight tracer].)"""
-    with torch._C.DisableTorchFunction():
+    with untraced():
         for v in _fake_values(node):
             if isinstance(v, torch.Tensor) and any(not isinstance(d, int) for d in v.shape):
                 return True
@@ -177,7 +178,7 @@ class Interpreter:
                 value = operator.attrgetter(node.target)(self.gm)
                 ctx.constants[node] = value
                 if isinstance(value, torch.Tensor):
-                    with torch._C.DisableTorchFunction():  # Note [Metadata reads skip ...]
+                    with untraced():  # Note [Metadata reads skip the weight tracer]
                         key = value.untyped_storage().data_ptr()
                     ctx.param_names[key] = node.meta.get("param_name", node.target)
             elif node.op == "call_function":
@@ -293,7 +294,7 @@ def _match_meta_dtype(ctx: ConversionContext, node: Node, out: Any) -> Any:
     so the strongly typed network carries exactly the graph's types."""
     meta = node.meta.get("val")
     if helpers.is_tensor(out) and isinstance(meta, torch.Tensor):
-        with torch._C.DisableTorchFunction():  # Note [Metadata reads skip the weight tracer]
+        with untraced():  # Note [Metadata reads skip the weight tracer]
             dtype = meta.dtype
         if to_torch_dtype(out.dtype) != dtype:
             return helpers.cast(ctx, out, dtype)

@@ -12,7 +12,7 @@ from torch.fx import GraphModule, Node
 
 from ..settings import CompilationSettings
 from ..threads import one_thread
-from ..weights import traced
+from ..weights import traced, untraced
 from .meta import insert_call, remove_dead_nodes
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ def _weight_viewed_by(result: torch.Tensor, node: Node, value) -> Node | None:
         seen.add(n)
         if n.op == "get_attr":
             weight = value(n)
-            with torch._C.DisableTorchFunction():  # storage addresses: nothing to trace
+            with untraced():  # storage addresses: nothing to trace
                 if isinstance(weight, torch.Tensor) and (weight.untyped_storage().data_ptr()
                                                          == result.untyped_storage().data_ptr()):
                     return n

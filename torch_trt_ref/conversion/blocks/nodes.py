@@ -10,6 +10,7 @@ from typing import Any, Callable, Optional
 import torch
 from torch.fx import Node
 
+from ...weights import untraced
 from ..registry import normalize_arguments
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -93,7 +94,7 @@ def floating_point_input(node, settings) -> Optional[str]:
 
 def float_operands(node, settings) -> Optional[str]:
     """Validator: every tensor input is fp32/fp16/bf16 (TensorRT has no integer matmul)."""
-    with torch._C.DisableTorchFunction():  # Note [Metadata reads skip the weight tracer]
+    with untraced():  # Note [Metadata reads skip the weight tracer]
         dtypes = {fake(n).dtype for n in node.all_input_nodes}
     if not dtypes <= set(FLOAT_DTYPES):
         names = sorted(str(d).removeprefix("torch.") for d in dtypes)
