@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
+from collections.abc import Mapping
 
 import torch
 from torch.export import ExportedProgram
@@ -25,7 +26,7 @@ from .functionalize import functionalize_inplace, writes_in_place
 from .pipeline import lower
 
 
-def node_by_node(ep: ExportedProgram, table: dict) -> GraphModule:
+def node_by_node(ep: ExportedProgram, table: Mapping) -> GraphModule:
     """Copy the program's graph, make its in-place ops out-of-place and retrace only the
     nodes ``table`` (or a composite that cannot stay whole) covers. Raises
     NotLocallyLowerable for what it cannot handle (writes to inputs, weights or observed
