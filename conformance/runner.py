@@ -23,15 +23,18 @@ DTYPE_NAMES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf
                torch.int32: "int32", torch.int64: "int64", torch.bool: "bool"}
 
 
-def all_cases() -> list[Case]:
-    """Every case of every module in conformance/cases (each exports ``CASES``)."""
+def case_modules() -> list[str]:
+    """The module names in conformance/cases, sorted (each exports ``CASES``)."""
     from . import cases
 
-    out = []
-    for info in sorted(pkgutil.iter_modules(cases.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"{cases.__name__}.{info.name}")
-        out.extend(getattr(module, "CASES", []))
-    return out
+    return [f"{cases.__name__}.{info.name}"
+            for info in sorted(pkgutil.iter_modules(cases.__path__), key=lambda m: m.name)]
+
+
+def all_cases() -> list[Case]:
+    """Every case of every module in conformance/cases."""
+    return [case for name in case_modules()
+            for case in getattr(importlib.import_module(name), "CASES", [])]
 
 
 def cell_id(case: Case, index: int, dtype: torch.dtype, dynamic: bool) -> str:

@@ -118,8 +118,9 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> 
                                                     args.log))
 
         confirm_run(run, pool, base_pool, args.ab_each, out=out)
-    if run.unconfirmed:
-        out(f"WARNING: {len(run.chosen)} suspects left unconfirmed: {run.unconfirmed}")
+    for series, why in run.unconfirmed.items():
+        which = f"all {len(run.chosen)} suspects" if series == "*" else f"suspect {series}"
+        out(f"WARNING: {which} left unconfirmed: {why}")
     out(rules.summary(run.rows, len(run.chosen) + len(run.exact), len(run.regressed),
                       run.canary, (load_start[0], os.getloadavg()[0])))
     out(f"gate time {time.monotonic() - started:.0f} s")

@@ -13,7 +13,7 @@ from typing import Iterator
 
 from .gate import AB_EACH, Confirmation, abba
 from .runner import say
-from .worker import ROOT
+from .worker import ROOT, MeasureError
 
 
 @contextlib.contextmanager
@@ -36,14 +36,52 @@ def base_checkout(rev: str) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+class BaseCannotMeasure(ValueError):
+    """The base tree cannot measure a suspect's group (its library lacks something the
+    measurement needs, or it builds none of the family's cases): the suspect is left
+    unconfirmed with a warning, as when the base is not in the clone."""
+
+
+def common_cases(group: str, pool_a, pool_b) -> list[str] | None:
+    """For a family group, the case ids both trees built, in A's order (None for other
+    groups): both sides then convert the same graphs."""
+    if not group.startswith("family:"):
+        return None
+    family = group.partition(":")[2]
+    try:
+        base = set(pool_b.family_cases(family))
+        skipped = pool_b.skipped_cases()
+    except MeasureError as err:
+        raise BaseCannotMeasure(f"the base cannot measure {group}: {err}") from err
+    ours = pool_a.family_cases(family)
+    common = [c for c in ours if c in base]
+    if not common:
+        raise BaseCannotMeasure(f"the base built none of the {len(ours)} cases of {group}"
+                                + (f" (case modules it cannot import: {skipped})"
+                                   if skipped else ""))
+    if len(common) < len(ours):
+        say(f"confirming {group} on the {len(common)} of its {len(ours)} cases the base "
+            f"built (left out: {', '.join(c for c in ours if c not in base)})")
+    return common
+
+
 def confirm_group(group: str, names: list[str], pool_a, pool_b, each: int = AB_EACH,
                   inject_a: dict | None = None) -> list[Confirmation]:
     """Measure ``group`` ``each`` times on each side, ABBA, and return the confirmations of
-    series ``names``; ``inject_a`` goes to side A only (perf/sensitivity.py)."""
+    series ``names``; ``inject_a`` goes to side A only (perf/sensitivity.py). A family
+    converts the same cases on both sides (``common_cases``); raises BaseCannotMeasure
+    when the base cannot measure the group."""
     found: dict[str, Confirmation] = {}
+    cases = common_cases(group, pool_a, pool_b)
     order = abba(each)
     for i, side in enumerate(order, 1):
-        result = (pool_a.measure(group, inject_a) if side == "A" else pool_b.measure(group))
+        if side == "A":
+            result = pool_a.measure(group, inject_a, cases)
+        else:
+            try:
+                result = pool_b.measure(group, None, cases)
+            except MeasureError as err:
+                raise BaseCannotMeasure(f"the base cannot measure {group}: {err}") from err
         for name in names:
             if name not in result:
                 raise ValueError(f"{group} measured no series {name!r} on side {side}")

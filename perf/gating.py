@@ -10,7 +10,7 @@ from typing import Callable
 
 from . import gate as rules
 from . import history
-from .confirm import confirm_group
+from .confirm import BaseCannotMeasure, confirm_group
 from .runner import grouped, run_suite
 from .suites import Suite
 
@@ -24,7 +24,8 @@ class GateRun:
     disturbed: float | None = None  # the cold canary's ratio when the machine was disturbed
     chosen: list[rules.Screened] = field(default_factory=list)  # suspects confirmed A/B
     confirmations: list[rules.Confirmation] = field(default_factory=list)
-    unconfirmed: str | None = None  # why the suspects could not be confirmed
+    # why suspects could not be confirmed: {series, or "*" for every suspect: why}
+    unconfirmed: dict[str, str] = field(default_factory=dict)
     current: dict[str, history.Series] = field(default_factory=dict)  # what was measured
 
     @property
@@ -65,16 +66,24 @@ def confirm_run(run: GateRun, pool, base_pool: Callable[[], object],
                 ab_each: int | None = None, inject: dict[str, dict] | None = None,
                 out: Callable[[str], None] = lambda line: None) -> GateRun:
     """Confirm ``run``'s chosen suspects against the pool ``base_pool()`` opens on first
-    use; ``out`` gets each confirmation's line."""
+    use; ``out`` gets each confirmation's line. A group the base cannot measure leaves
+    its suspects unconfirmed (``run.unconfirmed``) and the other groups go on; a failure
+    on the working tree's side is raised."""
     if not run.chosen:
         return run
     try:
         base = base_pool()
-        for group, names in grouped([r.name for r in run.chosen]).items():
-            each = ab_each or rules.ab_each(group)
-            for c in confirm_group(group, names, pool, base, each, (inject or {}).get(group)):
-                out(c.line())
-                run.confirmations.append(c)
-    except ValueError as err:
-        run.unconfirmed = str(err)
+    except ValueError as err:  # the base is not in this clone
+        run.unconfirmed["*"] = str(err)
+        return run
+    for group, names in grouped([r.name for r in run.chosen]).items():
+        each = ab_each or rules.ab_each(group)
+        try:
+            found = confirm_group(group, names, pool, base, each, (inject or {}).get(group))
+        except BaseCannotMeasure as err:
+            run.unconfirmed.update(dict.fromkeys(names, str(err)))
+            continue
+        for c in found:
+            out(c.line())
+            run.confirmations.append(c)
     return run

@@ -28,12 +28,15 @@ def _s(type_: str, unit: str, value: float) -> dict:
     return {"type": type_, "unit": unit, "value": float(value)}
 
 
-def measure(group: str, prepared: dict, spec: dict | None = None) -> dict[str, dict]:
+def measure(group: str, prepared: dict, spec: dict | None = None,
+            cases: list[str] | None = None) -> dict[str, dict]:
+    """The series of ``group``; ``cases``: of a family, only the graphs of these case ids
+    (an A/B converts the cases both trees built)."""
     kind, _, arg = group.partition(":")
     if kind == "compile":
         return compile_model(arg, spec)
     if kind == "family":
-        return family(arg, prepared["families"][arg], spec)
+        return family(arg, _select(prepared["families"][arg], cases), spec)
     if kind == "canary":
         return canary()
     raise ValueError(f"unknown group {group!r}; accepted: compile:MODEL, family:NAME, canary")
@@ -100,6 +103,16 @@ def _latency(compiled, args, kwargs) -> float:
     return min(times)
 
 
+def _select(graphs: list, cases: list[str] | None) -> list:
+    if cases is None:
+        return graphs
+    built = {g[0]: g for g in graphs}
+    missing = sorted(set(cases) - set(built))
+    if missing:
+        raise ValueError(f"cases not built by this tree: {', '.join(missing)}")
+    return [built[c] for c in cases]
+
+
 def family(name: str, graphs: list, spec: dict | None = None) -> dict[str, dict]:
     """CPU seconds of one pass of the interpreter over the family's one-op graphs: the
     minimum over ROUNDS rounds, each looping passes until ROUND_SECONDS of CPU are spent
@@ -111,7 +124,7 @@ def family(name: str, graphs: list, spec: dict | None = None) -> dict[str, dict]
 
     def one_pass() -> int:
         layers = 0
-        for gm, specs in graphs:
+        for _, gm, specs in graphs:
             layers += Interpreter(gm, specs, settings).run().net.num_layers
         return layers
 
@@ -180,7 +193,8 @@ def cold_canary() -> float:
 
 
 def load_family_graphs() -> dict[str, Any]:
-    """{family: [(lowered one-op graph, input specs)]}, built once by the worker."""
+    """{family: [(case id, lowered one-op graph, input specs)]}, built once by the
+    worker."""
     from .families import FAMILIES, graphs
 
     return {name: graphs(cases) for name, cases in FAMILIES.items()}

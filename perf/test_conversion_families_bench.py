@@ -22,7 +22,7 @@ def test_conversion_throughput(benchmark, family):
 
     def convert_all():
         layers = nodes = 0
-        for gm, specs in graphs:
+        for _, gm, specs in graphs:
             network = Interpreter(gm, specs, settings).run()
             layers += network.net.num_layers
             nodes += sum(network.converters_used.values())

@@ -3,9 +3,10 @@ forks one fresh child per measurement, so each sample is a cold compile in a new
 without paying ~4 s of imports. ``Pool`` runs these servers for one source tree: the
 library of ``tree`` with the measurement code (perf, zoo, conformance) of this checkout.
 
-Protocol: one JSON request per line on stdin (``{"group", "inject"}`` or ``{"op":
+Protocol: one JSON request per line on stdin (``{"group", "inject", "cases"}`` or ``{"op":
 "groups"}``), one JSON reply per line on the original stdout; the server's own stdout goes
-to stderr so nothing the library prints can corrupt a reply."""
+to stderr so nothing the library prints can corrupt a reply. When a server dies, the end of
+its stderr goes into the error (CI keeps no log)."""
 
 from __future__ import annotations
 
@@ -28,13 +29,15 @@ ROOT = Path(__file__).resolve().parent.parent
 # of the variance between servers). Pinned at glibc's default (which turns the adjustment
 # off) the servers agree: resnet18 207.5-208.1 MiB, bert_2layer 153.9-162.5 (docs/regressions.md)
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(128 * 1024)}
+STDERR_LINES = 15  # of a dead server's stderr, shown in the error
 
 
-def _child(group: str, prepared: dict, spec: dict | None, fd: int) -> None:
+def _child(group: str, prepared: dict, spec: dict | None, cases: list[str] | None,
+           fd: int) -> None:
     from . import measure  # imported by the server before it forks: no cost here
 
     try:
-        reply = {"group": group, "series": measure.measure(group, prepared, spec)}
+        reply = {"group": group, "series": measure.measure(group, prepared, spec, cases)}
     except Exception as err:  # noqa: BLE001  (reported to the client)
         reply = _error(group, err)
     with os.fdopen(fd, "w") as f:
@@ -47,14 +50,15 @@ def _error(group: str, err: Exception) -> dict:
             "traceback": traceback.format_exc()}
 
 
-def fork_measure(group: str, prepared: dict, spec: dict | None) -> dict:
+def fork_measure(group: str, prepared: dict, spec: dict | None,
+                 cases: list[str] | None = None) -> dict:
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: measure, reply through the pipe, exit without cleanup
         os.close(read)
         code = 0
         try:
-            _child(group, prepared, spec, write)
+            _child(group, prepared, spec, cases, write)
         except BaseException:  # noqa: BLE001
             code = 1
         os._exit(code)
@@ -81,17 +85,22 @@ def serve(kind: str) -> None:
     from . import measure
 
     prepared: dict = {}
+    groups = {"families": [], "cases": {}, "skipped": {}, "library": torch_trt_ref.__file__}
     if kind == "families":
+        from .families import SKIPPED
+
         prepared["families"] = measure.load_family_graphs()
+        groups.update(families=sorted(prepared["families"]), skipped=SKIPPED,
+                      cases={f: [g[0] for g in graphs]
+                             for f, graphs in prepared["families"].items()})
     _freeze()
-    groups = sorted(prepared.get("families", {}))
     for line in sys.stdin:
         request = json.loads(line)
         if request.get("op") == "groups":
-            reply = {"families": groups, "library": torch_trt_ref.__file__}
+            reply = groups
         else:
             reply = _warm(request["group"], prepared) or fork_measure(
-                request["group"], prepared, request.get("inject"))
+                request["group"], prepared, request.get("inject"), request.get("cases"))
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
 
@@ -133,30 +142,42 @@ class Pool:
         self.tree = Path(tree or ROOT).resolve()
         self.log = log
         self._servers: dict[str, subprocess.Popen] = {}
-        self._shim: tempfile.TemporaryDirectory | None = None
+        self._groups: dict[str, dict] = {}  # each server's "groups" reply
+        self._scratch: tempfile.TemporaryDirectory | None = None
+
+    def _folder(self) -> Path:
+        """A temporary folder for the import shim and the servers' stderr."""
+        self._scratch = self._scratch or tempfile.TemporaryDirectory(prefix="perf-pool-")
+        return Path(self._scratch.name)
 
     def _pythonpath(self) -> str:
         if self.tree == ROOT:
             return str(ROOT)
         # the other tree's library, this checkout's measurement code (perf, zoo, ...)
-        self._shim = self._shim or tempfile.TemporaryDirectory(prefix="perf-shim-")
-        link = Path(self._shim.name) / "torch_trt_ref"
+        shim = self._folder() / "shim"
+        shim.mkdir(exist_ok=True)
+        link = shim / "torch_trt_ref"
         if not link.exists():
             link.symlink_to(self.tree / "torch_trt_ref")
-        return f"{self._shim.name}{os.pathsep}{ROOT}"
+        return f"{shim}{os.pathsep}{ROOT}"
+
+    def _stderr(self, kind: str) -> Path:
+        return self.log or self._folder() / f"{kind}.stderr"
 
     def _server(self, kind: str) -> subprocess.Popen:
         if kind not in self._servers:
             path = self._pythonpath()
             env = {**os.environ, **MALLOC_ENV, "PYTHONPATH": path}
-            err = open(self.log, "a") if self.log else subprocess.DEVNULL
-            # ``python -m`` puts its working directory first on sys.path: run in the first
-            # PYTHONPATH entry, so the library imported is the one that entry holds
-            server = subprocess.Popen(
-                [sys.executable, "-m", "perf.worker", kind], cwd=path.split(os.pathsep)[0],
-                env=env, text=True, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+            with open(self._stderr(kind), "a") as err:
+                # ``python -m`` puts its working directory first on sys.path: run in the
+                # first PYTHONPATH entry, so the library imported is the one that entry holds
+                server = subprocess.Popen(
+                    [sys.executable, "-m", "perf.worker", kind],
+                    cwd=path.split(os.pathsep)[0], env=env, text=True,
+                    stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
             self._servers[kind] = server
-            library = Path(self._ask(kind, {"op": "groups"})["library"]).resolve()
+            self._groups[kind] = self._ask(kind, {"op": "groups"})
+            library = Path(self._groups[kind]["library"]).resolve()
             if not library.is_relative_to(self.tree):
                 raise MeasureError(f"the {kind} measuring server for {self.tree} imported "
                                    f"the library at {library}")
@@ -168,15 +189,32 @@ class Pool:
         server.stdin.flush()
         line = server.stdout.readline()
         if not line:
+            tail = self._stderr(kind).read_text(errors="replace").splitlines()[-STDERR_LINES:]
             raise MeasureError(f"the {kind} measuring server of {self.tree} exited (code "
-                               f"{server.wait()}); rerun with --log FILE to see why")
+                               f"{server.wait()}); the end of its stderr:\n"
+                               + "\n".join(tail))
         return json.loads(line)
 
     def families(self) -> list[str]:
-        return self._ask("families", {"op": "groups"})["families"]
+        self._server("families")
+        return self._groups["families"]["families"]
 
-    def measure(self, group: str, inject: dict | None = None) -> dict[str, dict]:
-        reply = self._ask(server_kind(group), {"group": group, "inject": inject})
+    def family_cases(self, family: str) -> list[str]:
+        """The case ids of ``family`` whose graphs this tree built (none: it has no such
+        family); ``skipped_cases`` says which case modules its library could not import."""
+        self._server("families")
+        return self._groups["families"]["cases"].get(family, [])
+
+    def skipped_cases(self) -> dict[str, str]:
+        self._server("families")
+        return self._groups["families"]["skipped"]
+
+    def measure(self, group: str, inject: dict | None = None,
+                cases: list[str] | None = None) -> dict[str, dict]:
+        """The series of one fresh process measuring ``group`` (``cases``: of a family,
+        only these case ids)."""
+        reply = self._ask(server_kind(group), {"group": group, "inject": inject,
+                                               "cases": cases})
         if "error" in reply:
             raise MeasureError(f"{group} on {self.tree}: {reply['error']}\n"
                                f"{reply.get('traceback', '')}")
@@ -187,9 +225,10 @@ class Pool:
             server.stdin.close()
             server.wait()
         self._servers.clear()
-        if self._shim:
-            self._shim.cleanup()
-            self._shim = None
+        self._groups.clear()
+        if self._scratch:
+            self._scratch.cleanup()
+            self._scratch = None
 
     def __enter__(self) -> "Pool":
         return self

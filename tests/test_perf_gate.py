@@ -15,6 +15,7 @@ import pytest
 
 from perf import gate, history, noise, suites
 from perf.cli import add_subcommands, gate_command
+from perf.worker import MeasureError
 
 COMMIT = "a" * 40
 
@@ -150,8 +151,9 @@ class FakePool:
     """Stands for the measuring servers: each group yields fixed values (times a factor
     per tree), so the CLI's decisions can be checked without fresh processes."""
 
-    def __init__(self, values, factor=1.0):
+    def __init__(self, values, factor=1.0, fails=None, fails_after=0):
         self.values, self.factor, self.calls = values, factor, []
+        self.fails, self.fails_after = fails, fails_after  # raise ``fails`` after N calls
 
     def __enter__(self):
         return self
@@ -162,7 +164,9 @@ class FakePool:
     def families(self):
         return []
 
-    def measure(self, group, inject=None):
+    def measure(self, group, inject=None, cases=None):
+        if self.fails and len(self.calls) >= self.fails_after:
+            raise MeasureError(self.fails)
         self.calls.append(group)
         k = len(self.calls)
         jitter = self.factor * (1 + 0.001 * (k % 3))
@@ -176,15 +180,17 @@ def _one_model_suite(monkeypatch):
     monkeypatch.setitem(suites.SUITES, "quick", suites.Suite("quick", ("m",), 2, families=False))
 
 
-def _gate(tmp_path, current, base_factor=1.0, current_factor=1.0):
+def _gate(tmp_path, current, base_factor=1.0, current_factor=1.0, base_fails=None,
+          current_fails=None):
     history_values = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
                                     "compile/m/count/layers": ("count", 10.0)},
                       "canary": {"canary/cpu": ("cpu", 1.0)}}
     runs_dir = tmp_path / "history"
     _runs(runs_dir, {n: (t, [v * f for f in QUIET]) for g in history_values.values()
                      for n, (t, v) in g.items()})
-    pools = {None: FakePool(current, current_factor), "base": FakePool(history_values,
-                                                                        base_factor)}
+    # the screen measures 2 groups in 2 rounds; ``current_fails`` comes after it
+    pools = {None: FakePool(current, current_factor, current_fails, fails_after=4),
+             "base": FakePool(history_values, base_factor, base_fails)}
     out: list[str] = []
     parser = argparse.ArgumentParser()
     add_subcommands(parser.add_subparsers(dest="command"))
@@ -226,6 +232,27 @@ def test_gate_confirms_or_rejects_a_suspect(tmp_path, base_factor, expected):
     assert len(verdicts) == 1 and verdicts[0].startswith(
         "REGRESSED compile/m/cpu/total" if expected else "noise (unconfirmed)")
     assert "1 suspects, " + str(expected) + " confirmed" in out[-2]
+
+
+def test_a_suspect_the_base_cannot_measure_is_a_warning(tmp_path):
+    """A base whose library cannot run the measurement (an older commit) leaves the suspect
+    unconfirmed with a WARNING naming why, and the gate does not fail on it."""
+    code, out = _gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.4),
+                                               "compile/m/count/layers": ("count", 10.0)},
+                                 "canary": {"canary/cpu": ("cpu", 1.0)}},
+                      base_fails="the compile measuring server exited: ImportError: x")
+    assert code == 0
+    assert ("WARNING: suspect compile/m/cpu/total left unconfirmed: the base cannot measure "
+            "compile:m: the compile measuring server exited: ImportError: x") in out
+    assert not any(line.startswith(("REGRESSED", "noise")) for line in out)
+
+
+def test_a_failure_on_the_working_trees_side_is_raised(tmp_path):
+    """The working tree failing to measure during the A/B is an error, not a warning."""
+    with pytest.raises(MeasureError, match="broken tree"):
+        _gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.4),
+                                       "compile/m/count/layers": ("count", 10.0)},
+                         "canary": {"canary/cpu": ("cpu", 1.0)}}, current_fails="broken tree")
 
 
 def test_noise_and_gate_share_the_log_scale():

@@ -1,0 +1,82 @@
+"""The gate's A/B confirmation against a base tree whose library is older than this
+checkout's measurement code, with real measuring servers: CI's gate once died when the base
+commit's library could not import a newer conformance case module (the families server
+exited), so a suspect on a converter family could never be confirmed."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from perf.confirm import BaseCannotMeasure, confirm_group
+from perf.worker import ROOT, MeasureError, Pool
+
+MODULE = "attention_op"  # quantization/attention_op.py, which conformance/cases/quantize imports
+
+
+@pytest.fixture(scope="module")
+def older_library(tmp_path_factory) -> Path:
+    """A tree whose library is this one with quantization/attention_op.py under another
+    name (its own imports follow it): the library works, but conformance/cases/quantize.py
+    cannot import it, as with any commit from before that module existed."""
+    tree = tmp_path_factory.mktemp("older") / "tree"
+    library = tree / "torch_trt_ref"
+    shutil.copytree(ROOT / "torch_trt_ref", library,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (library / "quantization" / f"{MODULE}.py").rename(
+        library / "quantization" / f"{MODULE}_v0.py")
+    for path in library.rglob("*.py"):
+        text = path.read_text()
+        if f"{MODULE} import" in text:
+            path.write_text(text.replace(f"{MODULE} import", f"{MODULE}_v0 import"))
+    return tree
+
+
+@pytest.fixture(scope="module")
+def pools(older_library):
+    with Pool() as ours, Pool(older_library) as base:
+        yield ours, base
+
+
+def test_a_base_that_cannot_import_a_case_module_still_confirms_its_families(pools):
+    ours, base = pools
+    skipped = base.skipped_cases()
+    assert list(skipped) == ["quantize"] and MODULE in skipped["quantize"]
+    assert ours.skipped_cases() == {}
+    # every other family is built from the same cases on both sides
+    assert base.families() == [f for f in ours.families() if f != "quantize"]
+    assert base.family_cases("composites") == ours.family_cases("composites")
+    found = confirm_group("family:composites", ["family/composites/cpu"], ours, base, each=2)
+    assert [(len(c.a), len(c.b)) for c in found] == [(2, 2)]
+    assert 0.5 < found[0].ratio < 2
+
+
+def test_a_family_the_base_built_none_of_is_left_unconfirmed(pools):
+    ours, base = pools
+    assert ours.family_cases("quantize")
+    with pytest.raises(BaseCannotMeasure, match=r"built none of the 12 cases of "
+                                                 r"family:quantize .*attention_op"):
+        confirm_group("family:quantize", ["family/quantize/cpu"], ours, base, each=2)
+
+
+def test_both_sides_convert_only_the_cases_asked_for(pools):
+    ours, _ = pools
+    cases = ours.family_cases("composites")
+    one = ours.measure("family:composites", cases=cases[:1])
+    every = ours.measure("family:composites")
+    assert one["family/composites/count/layers"]["value"] < \
+        every["family/composites/count/layers"]["value"]
+    with pytest.raises(MeasureError, match=r"cases not built by this tree: nothing\[0\]"):
+        ours.measure("family:composites", cases=["nothing[0]"])
+
+
+def test_a_server_that_dies_shows_the_end_of_its_stderr(tmp_path):
+    library = tmp_path / "tree" / "torch_trt_ref"
+    library.mkdir(parents=True)
+    (library / "__init__.py").write_text("raise RuntimeError('this library cannot load')\n")
+    with Pool(tmp_path / "tree") as broken, \
+            pytest.raises(MeasureError, match=r"exited \(code 1\); the end of its stderr:"
+                                              r"(.|\n)*RuntimeError: this library cannot load"):
+        broken.families()
