@@ -88,7 +88,11 @@ def family_hook(name: str, spec: dict | None, per_pass):
                    lambda s: dataclasses.replace(s, implementation=counted(s.implementation))):
         calls[0] = 0
         wrapped = min(per_pass() for _ in range(2))
-        calls_per_pass = max(calls[0], 1) / _passes(per_pass)
+        if not calls[0]:  # e.g. composites: lowering decomposes every one of its ops
+            raise ValueError(f"cannot slow family {name} down: none of its converters ran "
+                             "on its graphs (lowering replaced their ops); inject a family "
+                             "whose converters convert its cases, e.g. elementwise")
+        calls_per_pass = calls[0] / _passes(per_pass)
         per_call[0] = max(0.0, (1 + spec["slower"]) * plain - wrapped) / calls_per_pass
         yield
 
