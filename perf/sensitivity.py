@@ -1,6 +1,6 @@
 """Sensitivity of the whole gate (issue 23, "What it must show"): each trial is one complete
 ``perf gate`` run (the quick suite measured on this tree, screened against perf/history,
-suspects confirmed A/B against HEAD checked out as a git worktree) with three test-only
+suspects confirmed A/B against HEAD, or --base, checked out as a git worktree) with three test-only
 slowdowns from perf/inject.py, so one trial tests all three:
 
 - family: converter family FAMILY made 20% slower (series family/FAMILY/cpu);
@@ -79,6 +79,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--family", default="elementwise")
     p.add_argument("--model2", default="unconvertible")
     p.add_argument("--op", default="aten.relu.default")
+    p.add_argument("--base", default="HEAD", help="commit the suspects are confirmed "
+                   "against (default HEAD; an older one: its library under this checkout's "
+                   "measurement code, docs/regressions.md)")
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
     suite = suites.suite("quick")
@@ -92,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
                      "trials": []}
     started = time.monotonic()
     log = Path("/tmp/perf-sensitivity.log")
-    with base_checkout("HEAD") as tree:
+    with base_checkout(args.base) as tree:
         for i in range(args.trials):  # fresh servers on both sides, as each gate run has
             say(f"trial {i + 1}/{args.trials} ({time.monotonic() - started:.0f} s)")
             load, t0 = os.getloadavg()[0], time.monotonic()
