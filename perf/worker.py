@@ -10,6 +10,7 @@ its stderr goes into the error (CI keeps no log)."""
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import os
@@ -176,7 +177,11 @@ class Pool:
                     cwd=path.split(os.pathsep)[0], env=env, text=True,
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
             self._servers[kind] = server
-            self._groups[kind] = self._ask(kind, {"op": "groups"})
+            try:
+                self._groups[kind] = self._ask(kind, {"op": "groups"})
+            except MeasureError:  # it died starting: the next call starts a new one
+                del self._servers[kind]
+                raise
             library = Path(self._groups[kind]["library"]).resolve()
             if not library.is_relative_to(self.tree):
                 raise MeasureError(f"the {kind} measuring server for {self.tree} imported "
@@ -185,9 +190,12 @@ class Pool:
 
     def _ask(self, kind: str, request: dict) -> dict:
         server = self._server(kind)
-        server.stdin.write(json.dumps(request) + "\n")
-        server.stdin.flush()
-        line = server.stdout.readline()
+        try:
+            server.stdin.write(json.dumps(request) + "\n")
+            server.stdin.flush()
+            line = server.stdout.readline()
+        except BrokenPipeError:  # it died after an earlier request
+            line = ""
         if not line:
             tail = self._stderr(kind).read_text(errors="replace").splitlines()[-STDERR_LINES:]
             raise MeasureError(f"the {kind} measuring server of {self.tree} exited (code "
@@ -222,7 +230,8 @@ class Pool:
 
     def close(self) -> None:
         for server in self._servers.values():
-            server.stdin.close()
+            with contextlib.suppress(BrokenPipeError):  # a server that died
+                server.stdin.close()
             server.wait()
         self._servers.clear()
         self._groups.clear()
