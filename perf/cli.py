@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from . import gate as rules
-from . import history, noise, suites
+from . import history, noise, steps, suites
 from .confirm import base_checkout
 from .dashboard import add_history_subcommand
 from .gating import confirm_run, screen_run
@@ -108,6 +108,8 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> 
                          annotations, args.processes, max_suspects=args.max_suspects)
         _print_screen(run, out)
         base = args.base or runs[-1].commit
+        if not args.base and not steps.same_code(base, "HEAD"):
+            out(stale_history_note(base, suite.name))
         if run.chosen:
             out(f"confirming {len(run.chosen)} suspects A/B against {base[:10]} (ABBA, "
                 f"{args.ab_each or rules.AB_EACH} processes a side for compiles, "
@@ -125,6 +127,14 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> 
                       run.canary, (load_start[0], os.getloadavg()[0])))
     out(f"gate time {time.monotonic() - started:.0f} s")
     return 1 if run.regressed else 0
+
+
+def stale_history_note(base: str, suite: str) -> str:
+    return (f"note: the library or the zoo's models changed since {base[:10]}, the commit of "
+            "the newest history run, so the screen compares with how that commit measured "
+            "(a slowdown smaller than the speedups since can pass it). After merging, record "
+            f"quiet runs at the new commit: torch-trt-ref perf run --suite {suite} --record, "
+            "5 times (docs/regressions.md, History)")
 
 
 def _print_screen(run, out) -> None:

@@ -8,22 +8,24 @@ import argparse
 import contextlib
 import json
 import math
+import subprocess
 from itertools import combinations
 from pathlib import Path
 
 import pytest
 
-from perf import gate, history, noise, suites
+from perf import cli, gate, history, noise, suites
 from perf.cli import add_subcommands, gate_command
-from perf.worker import MeasureError
+from perf.worker import ROOT, MeasureError
 
 COMMIT = "a" * 40
 
 
-def _runs(tmp_path, values: dict[str, tuple[str, list[float]]], n: int = 10):
+def _runs(tmp_path, values: dict[str, tuple[str, list[float]]], n: int = 10,
+          commit: str = COMMIT):
     """``n`` history runs; run i holds values[name][1][i % len] for each series."""
     for i in range(n):
-        head = {"commit": COMMIT, "parent": None, "suite": "quick",
+        head = {"commit": commit, "parent": None, "suite": "quick",
                 "time": f"2026-01-01T00:{i:02d}:00Z", "machine": {}, "load": {},
                 "loaded": False, "versions": {}, "dirty": False}
         series = [{"name": name, "unit": "s", "type": type_,
@@ -181,13 +183,13 @@ def _one_model_suite(monkeypatch):
 
 
 def _gate(tmp_path, current, base_factor=1.0, current_factor=1.0, base_fails=None,
-          current_fails=None):
+          current_fails=None, history_commit=COMMIT):
     history_values = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
                                     "compile/m/count/layers": ("count", 10.0)},
                       "canary": {"canary/cpu": ("cpu", 1.0)}}
     runs_dir = tmp_path / "history"
     _runs(runs_dir, {n: (t, [v * f for f in QUIET]) for g in history_values.values()
-                     for n, (t, v) in g.items()})
+                     for n, (t, v) in g.items()}, commit=history_commit)
     # the screen measures 2 groups in 2 rounds; ``current_fails`` comes after it
     pools = {None: FakePool(current, current_factor, current_fails, fails_after=4),
              "base": FakePool(history_values, base_factor, base_fails)}
@@ -253,6 +255,23 @@ def test_a_failure_on_the_working_trees_side_is_raised(tmp_path):
         _gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.4),
                                        "compile/m/count/layers": ("count", 10.0)},
                          "canary": {"canary/cpu": ("cpu", 1.0)}}, current_fails="broken tree")
+
+
+def test_a_history_older_than_the_library_is_pointed_out(tmp_path):
+    """The newest history run measured other library code than HEAD's (here a commit git
+    does not have): the gate says so and how to record new runs; with history at HEAD's
+    commit it does not."""
+    quiet = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
+                           "compile/m/count/layers": ("count", 10.0)},
+             "canary": {"canary/cpu": ("cpu", 1.0)}}
+    _, out = _gate(tmp_path / "stale", quiet)
+    notes = [line for line in out if line.startswith("note: the library")]
+    assert notes == [cli.stale_history_note(COMMIT, "quick")]
+    assert "aaaaaaaaaa" in notes[0] and "perf run --suite quick --record" in notes[0]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    _, out = _gate(tmp_path / "fresh", quiet, history_commit=head)
+    assert not any(line.startswith("note: the library") for line in out)
 
 
 def test_noise_and_gate_share_the_log_scale():
