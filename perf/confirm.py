@@ -42,17 +42,24 @@ class BaseCannotMeasure(ValueError):
     unconfirmed with a warning, as when the base is not in the clone."""
 
 
+@contextlib.contextmanager
+def base_side(group: str) -> Iterator[None]:
+    """A MeasureError of the base's pool becomes BaseCannotMeasure."""
+    try:
+        yield
+    except MeasureError as err:
+        raise BaseCannotMeasure(f"the base cannot measure {group}: {err}") from err
+
+
 def common_cases(group: str, pool_a, pool_b) -> list[str] | None:
     """For a family group, the case ids both trees built, in A's order (None for other
     groups): both sides then convert the same graphs."""
     if not group.startswith("family:"):
         return None
     family = group.partition(":")[2]
-    try:
+    with base_side(group):
         base = set(pool_b.family_cases(family))
         skipped = pool_b.skipped_cases()
-    except MeasureError as err:
-        raise BaseCannotMeasure(f"the base cannot measure {group}: {err}") from err
     ours = pool_a.family_cases(family)
     common = [c for c in ours if c in base]
     if not common:
@@ -78,10 +85,8 @@ def confirm_group(group: str, names: list[str], pool_a, pool_b, each: int = AB_E
         if side == "A":
             result = pool_a.measure(group, inject_a, cases)
         else:
-            try:
+            with base_side(group):
                 result = pool_b.measure(group, None, cases)
-            except MeasureError as err:
-                raise BaseCannotMeasure(f"the base cannot measure {group}: {err}") from err
         for name in names:
             if name not in result:
                 raise ValueError(f"{group} measured no series {name!r} on side {side}")

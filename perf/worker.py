@@ -203,19 +203,21 @@ class Pool:
                                + "\n".join(tail))
         return json.loads(line)
 
-    def families(self) -> list[str]:
+    def _families_info(self) -> dict:
+        """The families server's "groups" reply (starting the server if need be)."""
         self._server("families")
-        return self._groups["families"]["families"]
+        return self._groups["families"]
+
+    def families(self) -> list[str]:
+        return self._families_info()["families"]
 
     def family_cases(self, family: str) -> list[str]:
         """The case ids of ``family`` whose graphs this tree built (none: it has no such
         family); ``skipped_cases`` says which case modules its library could not import."""
-        self._server("families")
-        return self._groups["families"]["cases"].get(family, [])
+        return self._families_info()["cases"].get(family, [])
 
     def skipped_cases(self) -> dict[str, str]:
-        self._server("families")
-        return self._groups["families"]["skipped"]
+        return self._families_info()["skipped"]
 
     def measure(self, group: str, inject: dict | None = None,
                 cases: list[str] | None = None) -> dict[str, dict]:
