@@ -78,7 +78,7 @@ def zoo(session: nox.Session) -> None:
 @nox.session
 def perf(session: nox.Session) -> None:
     """The regression gate (docs/regressions.md): `nox -s perf` screens the quick suite
-    against perf/history and confirms suspects A/B; `nox -s perf -- run --suite full
+    against perf-data/history and confirms suspects A/B; `nox -s perf -- run --suite full
     --record` records a run; `-- calibrate`, `-- history ...` likewise."""
     _install(session)
     session.run("torch-trt-ref", "perf", *(session.posargs or ["gate", "--suite", "quick"]))
@@ -86,9 +86,9 @@ def perf(session: nox.Session) -> None:
 
 @nox.session
 def perf_bench(session: nox.Session) -> None:
-    """pytest-benchmark suites, compared against perf/baselines."""
+    """pytest-benchmark suites, compared against perf-data/baselines."""
     _install(session)
-    session.run("python", "-m", "perf.run", *session.posargs)
+    session.run("python", "-m", "perf.bench.run", *session.posargs)
 
 
 @nox.session

@@ -1,6 +1,6 @@
 """``torch-trt-ref perf run|calibrate|gate|history``: measure a suite (and record it in
-perf/history), calibrate the noise model, gate the working tree against history with A/B
-confirmation of suspects, and the history commands (perf/dashboard.py)."""
+perf-data/history), calibrate the noise model, gate the working tree against history with A/B
+confirmation of suspects, and the history commands (perf/gate/dashboard.py)."""
 
 from __future__ import annotations
 
@@ -12,12 +12,10 @@ import sys
 import time
 from pathlib import Path
 
-from . import gate as rules
-from . import history, noise, steps, suites
-from .confirm import base_checkout
-from .dashboard import add_history_subcommand
-from .gating import confirm_run, screen_run
-from .runner import (
+from .gate import noise, rules, steps, store, suites
+from .gate.confirm import base_checkout
+from .gate.dashboard import add_history_subcommand
+from .gate.runner import (
     LOAD_LIMIT_PER_CORE,
     MAX_WAIT,
     as_records,
@@ -27,19 +25,20 @@ from .runner import (
     say,
     wait_for_quiet,
 )
-from .worker import Pool
+from .gate.verdict import confirm_run, screen_run
+from .gate.worker import Pool
 
 
 def _record(args, series, load_start, loaded, rev) -> Path:
     """Write the run to history; marked loaded when it started under load or ran on a
     disturbed machine (its cold canary moved: gate.disturbance)."""
-    disturbed = rules.disturbance(series, history.load_runs(args.history, suite=args.suite),
-                                  history.load_annotations(args.history))
+    disturbed = rules.disturbance(series, store.load_runs(args.history, suite=args.suite),
+                                  store.load_annotations(args.history))
     head = header(args.suite, load_start, list(os.getloadavg()), loaded or bool(disturbed),
                   rev)
     if disturbed:
         head["disturbed"] = {"cold_canary": round(disturbed, 4)}
-    path = history.write_run(head, as_records(series), args.history)
+    path = store.write_run(head, as_records(series), args.history)
     why = (f"disturbed: cold canary x{disturbed:.2f}" if disturbed
            else "started under load" if loaded else "")
     say(f"recorded {path}" + (f" (marked loaded: {why})" if why else ""))
@@ -75,14 +74,14 @@ def run_command(args, pool_factory=Pool) -> int:
 
 def calibrate_command(args, pool_factory=Pool) -> int:
     if args.from_history:  # the recorded runs again (e.g. after the statistic changed)
-        runs = [r for r in history.load_runs(args.history, suite=args.suite)
-                if history.commit_matches(r.commit, args.from_history)]
+        runs = [r for r in store.load_runs(args.history, suite=args.suite)
+                if store.commit_matches(r.commit, args.from_history)]
         if not runs:
             raise ValueError(f"no {args.suite} run at commit {args.from_history!r} in "
                              f"{args.history}; give a commit that perf calibrate recorded")
         calibration = noise.calibrate(runs)
     else:
-        calibration = noise.calibrate([history.read_run(p) for p in _calibration_runs(
+        calibration = noise.calibrate([store.read_run(p) for p in _calibration_runs(
             args, pool_factory)])
     out = noise.write_calibration(calibration, args.noise)
     unstable = sorted(n for n, e in calibration["series"].items()
@@ -94,12 +93,12 @@ def calibrate_command(args, pool_factory=Pool) -> int:
 
 def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> int:
     suite = suites.suite(args.suite)
-    runs = history.load_runs(args.history, suite=suite.name)
+    runs = store.load_runs(args.history, suite=suite.name)
     if not runs:
         raise ValueError(f"no history of suite {suite.name!r} in {args.history}; record runs "
                          f"first (torch-trt-ref perf run --suite {suite.name} --record)")
     calibration = noise.load_calibration(args.noise)
-    annotations = history.load_annotations(args.history)
+    annotations = store.load_annotations(args.history)
     started = time.monotonic()
     load_start, _ = wait_for_quiet(args.max_wait, args.load_limit)
     with pool_factory(None, args.log) as pool, contextlib.ExitStack() as stack:
@@ -166,10 +165,10 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="rounds of new measuring servers, a fresh process per group in "
                         "each (a compile group gets the suite's compile_children per round; "
                         "default: the suite's rounds)")
-    p.add_argument("--history", type=Path, default=history.HISTORY_DIR,
-                   help="run history directory (default perf/history)")
+    p.add_argument("--history", type=Path, default=store.HISTORY_DIR,
+                   help="run history directory (default perf-data/history)")
     p.add_argument("--noise", type=Path, default=noise.NOISE_FILE,
-                   help="calibration file (default perf/noise.json)")
+                   help="calibration file (default perf-data/noise.json)")
     p.add_argument("--max-wait", type=float, default=MAX_WAIT,
                    help=f"seconds to wait for a quiet machine (default {MAX_WAIT:.0f})")
     p.add_argument("--load-limit", type=float, default=None,
@@ -189,13 +188,13 @@ def add_subcommands(subparsers) -> None:
     r.add_argument("--json", default=None, help="also write the series here")
     r.set_defaults(func=run_command)
     c = sub.add_parser("calibrate", help="record --runs quiet reruns at this commit and "
-                                         "write each series' spread to perf/noise.json")
+                                         "write each series' spread to perf-data/noise.json")
     _common(c)
     c.add_argument("--runs", type=int, default=noise.MIN_CALIBRATION_RUNS,
                    help="quiet reruns to record (default and minimum "
                         f"{noise.MIN_CALIBRATION_RUNS})")
     c.add_argument("--from-history", metavar="COMMIT", default=None,
-                   help="measure nothing: recompute perf/noise.json from the runs recorded "
+                   help="measure nothing: recompute perf-data/noise.json from the runs recorded "
                         "at COMMIT (e.g. after the run statistic changed)")
     c.set_defaults(func=calibrate_command)
     g = sub.add_parser("gate", help="screen the working tree against history; confirm "

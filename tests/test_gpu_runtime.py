@@ -4,7 +4,7 @@ a process where TensorRT cannot be imported; ``EngineModule.to`` moves engine we
 multiply-adds within rounding) and checks layers on the first call of each signature only;
 CUDA-graph caching (bounded, per signature, the uncaptured fallback) with a capture function
 standing in for CUDA; graphs stay off on CPU and when turned off; the torch floor's error;
-and ``zoo save`` / ``zoo latency``'s pieces. GPU timings live in perf/results/gpu/."""
+and ``zoo save`` / ``zoo latency``'s pieces. GPU timings live in perf-data/results/gpu/."""
 
 from __future__ import annotations
 

@@ -59,8 +59,13 @@ LAYERS: list[tuple[str, ...]] = [
     ("torch_trt_ref$",),
     # 9: the harness
     ("zoo", "conformance"),
-    # 10: the command line and the benchmarks
-    ("torch_trt_ref.cli", "perf"),
+    # 10-12: the performance harness in its wings (docs/architecture.md "The harness's
+    # layers"): the regression gate, the one-off studies, the pytest-benchmark suites
+    ("perf.gate",),
+    ("perf.studies",),
+    ("perf.bench",),
+    # 13: the command lines (and ``perf``'s package docstring)
+    ("torch_trt_ref.cli", "perf.cli", "perf$"),
 ]
 
 
@@ -240,6 +245,21 @@ def test_the_checker_sees_a_violation(tmp_path):
         ROOT = saved
     assert ("torch_trt_ref.settings", "torch_trt_ref.compiler") in [e[:2] for e in found]
     assert upward(found) and cycles(found)
+
+
+def test_the_harness_layers_hold():
+    """The harness's wings are ordered: the gate imports neither the studies, the benchmark
+    suites nor the CLI, and zoo/conformance import nothing of perf."""
+    for src, dst in [("perf.gate.rules", "perf.studies.peer_scale"),
+                     ("perf.gate.runner", "perf.bench.baseline"),
+                     ("perf.studies.phase_ab", "perf.bench.run"),
+                     ("perf.bench.run", "perf.cli"), ("perf.gate.verdict", "perf.cli"),
+                     ("zoo.harness", "perf.gate.store"), ("conformance.runner", "perf")]:
+        assert upward([(src, dst, "x.py:1")]), f"{src} -> {dst} should go up the layers"
+    for src, dst in [("perf.cli", "perf.gate.verdict"), ("perf.bench.test_peer_bench",
+                     "perf.studies.peer_scale"), ("perf.bench.run", "perf.gate.families"),
+                     ("perf.gate.families", "conformance.runner")]:
+        assert not upward([(src, dst, "x.py:1")]), f"{src} -> {dst} should go down"
 
 
 if __name__ == "__main__":

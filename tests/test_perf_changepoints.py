@@ -1,4 +1,4 @@
-"""perf.changepoints against oracles we did not write: Apache Otava's published test series
+"""perf.gate.changepoints against oracles we did not write: Apache Otava's published test series
 (Hunter's successor), the ruptures library on synthetic steps, and the detection / false-alarm
 rates issue 23 asks for on seeded replays."""
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import ruptures
 
-from perf import history, replays
-from perf.changepoints import (
+from perf.gate import replays, store
+from perf.gate.changepoints import (
     DEFAULT,
     HUNTER,
     ChangePoint,
@@ -164,17 +164,17 @@ def test_bad_input_is_named():
 
 @functools.lru_cache(maxsize=1)
 def _recorded_rates() -> dict[str, dict]:
-    """perf.replays on what this repository recorded: the quiet history runs since the
+    """perf.gate.replays on what this repository recorded: the quiet history runs since the
     machine annotation."""
-    runs = replays.since_machine_change(history.load_runs(suite="quick"),
-                                        history.load_annotations())
+    runs = replays.since_machine_change(store.load_runs(suite="quick"),
+                                        store.load_annotations())
     return replays.all_rates(runs)
 
 
 # Session 12 left one series of 56 outside the rule: lgamma_graph's ~2 ms conversion phase,
 # 87 of 100, while a run's statistic was the minimum of its 9 samples (log sd 0.078 over 30
 # runs at one commit). Its 3 rounds' minima differ as much as whole runs do, so that minimum
-# followed the luckiest server; the mean of the round minima (history.Series.statistic,
+# followed the luckiest server; the mean of the round minima (store.Series.statistic,
 # Note [Round minimum]) moves 0.050 and meets the rule (100/100). Out of sample it moved
 # 0.060, at the rule's edge on Gaussian noise (95%). docs/regressions.md
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from perf.confirm import BaseCannotMeasure, confirm_group
-from perf.worker import ROOT, MeasureError, Pool
+from perf.gate.confirm import BaseCannotMeasure, confirm_group
+from perf.gate.worker import ROOT, MeasureError, Pool
 
 MODULE = "attention_op"  # quantization/attention_op.py, which conformance/cases/quantize imports
 

@@ -11,7 +11,7 @@ import random
 import pytest
 from matplotlib.image import imread
 
-from perf import dashboard, history
+from perf.gate import dashboard, store
 
 STEP = "compile/resnet18/cpu/total"
 
@@ -20,7 +20,7 @@ def write_history(directory, n=14, step_at=8):
     rng = random.Random(0)
     for i in range(n):
         level = 1.3 if i >= step_at else 1.0
-        history.write_run({
+        store.write_run({
             "commit": f"{i:02d}" + "ab12" * 9 + "cd", "parent": None, "suite": "quick",
             "time": f"2026-11-20T10:{i:02d}:00Z",
             "machine": {"cpu": "t", "cores": 2, "mem_gib": 8.0, "node": "n"},
@@ -82,9 +82,9 @@ def test_page_is_self_contained_and_shows_the_open_regression(tmp_path):
 
 def test_annotated_step_is_shown_closed(tmp_path):
     write_history(tmp_path)
-    runs = history.load_runs(tmp_path)
-    history.annotate(STEP, runs[8].commit[:12], "accept", "new default pass", tmp_path)
-    text = dashboard.render(runs, history.load_annotations(tmp_path), None)
+    runs = store.load_runs(tmp_path)
+    store.annotate(STEP, runs[8].commit[:12], "accept", "new default pass", tmp_path)
+    text = dashboard.render(runs, store.load_annotations(tmp_path), None)
     assert "Open regressions (0)" in text and "accept: new default pass" in text
 
 

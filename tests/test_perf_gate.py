@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from perf import cli, gate, history, noise, suites
+from perf import cli
 from perf.cli import add_subcommands, gate_command
-from perf.worker import ROOT, MeasureError
+from perf.gate import noise, rules, store, suites
+from perf.gate.worker import ROOT, MeasureError
 
 COMMIT = "a" * 40
 
@@ -30,12 +31,12 @@ def _runs(tmp_path, values: dict[str, tuple[str, list[float]]], n: int = 10,
                 "loaded": False, "versions": {}, "dirty": False}
         series = [{"name": name, "unit": "s", "type": type_,
                    "samples": [vals[i % len(vals)]]} for name, (type_, vals) in values.items()]
-        history.write_run(head, series, tmp_path)
-    return history.load_runs(tmp_path)
+        store.write_run(head, series, tmp_path)
+    return store.load_runs(tmp_path)
 
 
-def _current(values: dict[str, tuple[str, float]]) -> dict[str, history.Series]:
-    return {n: history.Series(n, "s", t, [v]) for n, (t, v) in values.items()}
+def _current(values: dict[str, tuple[str, float]]) -> dict[str, store.Series]:
+    return {n: store.Series(n, "s", t, [v]) for n, (t, v) in values.items()}
 
 
 QUIET = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99]  # spread ~0.015 of log values
@@ -46,7 +47,7 @@ def test_screen_verdicts(tmp_path):
                             "c/noisy": ("cpu", [1.0, 1.3, 0.8, 1.2, 0.7, 1.0, 1.4, 0.9]),
                             "c/count": ("count", [10.0]), "c/fewer": ("count", [10.0]),
                             "c/wall": ("wall", QUIET), "c/rss": ("rss", QUIET)})
-    rows = {r.name: r for r in gate.screen(_current({
+    rows = {r.name: r for r in rules.screen(_current({
         "c/cpu": ("cpu", 1.5), "c/small": ("cpu", 1.08), "c/noisy": ("cpu", 3.0),
         "c/count": ("count", 11.0), "c/fewer": ("count", 9.0), "c/wall": ("wall", 9.0),
         "c/rss": ("rss", 1.08), "c/new": ("cpu", 1.0)}), runs)}
@@ -66,9 +67,9 @@ def test_spread_must_be_exceeded_four_times(tmp_path):
     0.05 (from the calibration, history being too short): not a suspect."""
     runs = _runs(tmp_path, {"c/cpu": ("cpu", [1.0])}, n=3)
     calibration = {"series": {"c/cpu": {"spread": 0.05, "n": 5}}}
-    row, = gate.screen(_current({"c/cpu": ("cpu", 1.15)}), runs, calibration)
+    row, = rules.screen(_current({"c/cpu": ("cpu", 1.15)}), runs, calibration)
     assert row.spread.source == "calibration" and row.verdict == "ok"
-    row, = gate.screen(_current({"c/cpu": ("cpu", 1.25)}), runs, calibration)
+    row, = rules.screen(_current({"c/cpu": ("cpu", 1.25)}), runs, calibration)
     assert row.verdict == "suspect"
 
 
@@ -77,14 +78,14 @@ def test_machine_drift_screens_relative_to_the_canary(tmp_path):
     runs = _runs(tmp_path, {n: ("latency" if "latency" in n else "cpu", QUIET) for n in names})
     slower = {n: ("latency" if "latency" in n else "cpu", 1.3) for n in names}
     slower["d/latency"] = ("latency", 1.3 * 1.5)  # one series moved more than the machine
-    rows = gate.screen(_current(slower), runs)
-    drift = gate.machine_drift(rows)
+    rows = rules.screen(_current(slower), runs)
+    drift = rules.machine_drift(rows)
     assert drift == pytest.approx(1.3, rel=0.02)
-    rows = {r.name: r for r in gate.screen(_current(slower), runs, drift=drift)}
+    rows = {r.name: r for r in rules.screen(_current(slower), runs, drift=drift)}
     assert [n for n, r in rows.items() if r.verdict == "suspect"] == ["d/latency"]
     assert rows["canary/cpu"].verdict == "shown"
     only_canary = {**{n: (t, 1.0) for n, (t, _) in slower.items()}, "canary/cpu": ("cpu", 1.3)}
-    assert gate.machine_drift(gate.screen(_current(only_canary), runs)) is None
+    assert rules.machine_drift(rules.screen(_current(only_canary), runs)) is None
 
 
 def test_a_disturbed_machine_is_told_by_the_cold_canary(tmp_path):
@@ -92,15 +93,15 @@ def test_a_disturbed_machine_is_told_by_the_cold_canary(tmp_path):
     disturbed; 3% above is within its noise; the loop canary alone says nothing; and with
     fewer than noise.MIN_HISTORY quiet points nothing is judged."""
     runs = _runs(tmp_path, {suites.COLD_CANARY: ("cpu", QUIET), "canary/cpu": ("cpu", QUIET)})
-    rows = {r.name: r for r in gate.screen(_current({suites.COLD_CANARY: ("cpu", 1.12)}), runs)}
+    rows = {r.name: r for r in rules.screen(_current({suites.COLD_CANARY: ("cpu", 1.12)}), runs)}
     assert rows[suites.COLD_CANARY].verdict == "shown"  # a canary is never gated
-    assert gate.disturbance(_current({suites.COLD_CANARY: ("cpu", 1.12)}), runs) == \
+    assert rules.disturbance(_current({suites.COLD_CANARY: ("cpu", 1.12)}), runs) == \
         pytest.approx(1.12, rel=0.02)
-    assert gate.disturbance(_current({suites.COLD_CANARY: ("cpu", 1.03)}), runs) is None
-    assert gate.disturbance(_current({"canary/cpu": ("cpu", 1.5)}), runs) is None
+    assert rules.disturbance(_current({suites.COLD_CANARY: ("cpu", 1.03)}), runs) is None
+    assert rules.disturbance(_current({"canary/cpu": ("cpu", 1.5)}), runs) is None
     few = _runs(tmp_path / "few", {suites.COLD_CANARY: ("cpu", QUIET)},
                 n=noise.MIN_HISTORY - 1)
-    assert gate.disturbance(_current({suites.COLD_CANARY: ("cpu", 2.0)}), few) is None
+    assert rules.disturbance(_current({suites.COLD_CANARY: ("cpu", 2.0)}), few) is None
 
 
 def test_a_run_on_a_disturbed_machine_is_recorded_as_loaded(tmp_path):
@@ -110,7 +111,7 @@ def test_a_run_on_a_disturbed_machine_is_recorded_as_loaded(tmp_path):
     values = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.3)},
               "canary": {suites.COLD_CANARY: ("cpu", 1.2), "canary/cpu": ("cpu", 1.0)}}
     assert _perf_run_record(tmp_path, values, processes=1) == 0
-    *quiet, newest = history.load_runs(tmp_path)
+    *quiet, newest = store.load_runs(tmp_path)
     assert newest.loaded and newest.header["disturbed"]["cold_canary"] == pytest.approx(1.2,
                                                                                        rel=0.02)
     assert noise.baseline("compile/m/cpu/total", [*quiet, newest]) == pytest.approx(1.0)
@@ -121,13 +122,13 @@ def test_exact_mann_whitney_matches_counting():
     with one swapped pair 2/924 (counted here by enumeration, an oracle independent of
     scipy)."""
     a, b = [1.2 + 0.01 * i for i in range(6)], [1.0 + 0.01 * i for i in range(6)]
-    assert gate.Confirmation("x", "cpu", a, b).pvalue == pytest.approx(1 / 924)
+    assert rules.Confirmation("x", "cpu", a, b).pvalue == pytest.approx(1 / 924)
     a2, b2 = sorted(a)[1:] + [b[-1]], b[:-1] + [sorted(a)[0]]
     pooled = a2 + b2
     u = sum(x > y for x in a2 for y in b2)
     as_extreme = sum(sum(pooled[i] > pooled[j] for i in idx for j in set(range(12)) - set(idx))
                      >= u for idx in combinations(range(12), 6))
-    assert gate.Confirmation("x", "cpu", a2, b2).pvalue == pytest.approx(as_extreme / 924)
+    assert rules.Confirmation("x", "cpu", a2, b2).pvalue == pytest.approx(as_extreme / 924)
 
 
 @pytest.mark.parametrize("a,b,regressed", [
@@ -136,7 +137,7 @@ def test_exact_mann_whitney_matches_counting():
     ([1.3, 0.9, 1.25, 1.0, 1.2, 0.95], [1.0, 1.1, 0.98, 1.2, 1.05, 0.97], False),  # p >= 0.01
 ])
 def test_confirmation_rule(a, b, regressed):
-    c = gate.Confirmation("x/cpu", "cpu", a, b)
+    c = rules.Confirmation("x/cpu", "cpu", a, b)
     assert c.regressed is regressed
     assert c.line().startswith("REGRESSED" if regressed else "noise (unconfirmed)")
     if not regressed:  # both sample sets are printed
@@ -144,9 +145,9 @@ def test_confirmation_rule(a, b, regressed):
 
 
 def test_abba_order():
-    assert gate.abba(6) == list("ABBAABBAABBA")
+    assert rules.abba(6) == list("ABBAABBAABBA")
     with pytest.raises(ValueError, match="even"):
-        gate.abba(5)
+        rules.abba(5)
 
 
 class FakePool:
@@ -275,28 +276,28 @@ def test_a_history_older_than_the_library_is_pointed_out(tmp_path):
 
 
 def test_noise_and_gate_share_the_log_scale():
-    assert math.log1p(gate.MIN_EFFECT["cpu"]) < noise.UNSTABLE * gate.SCREEN_SPREADS
+    assert math.log1p(rules.MIN_EFFECT["cpu"]) < noise.UNSTABLE * rules.SCREEN_SPREADS
 
 
-SENSITIVITY = Path(__file__).resolve().parent.parent / "perf" / "results" / "sensitivity.json"
+SENSITIVITY = store.DATA / "results" / "sensitivity.json"
 
 
 def test_verdicts_on_recorded_samples():
-    """The whole gate's sensitivity, on the trials perf/sensitivity.py recorded (each one a
+    """The whole gate's sensitivity, on the trials perf/gate/sensitivity.py recorded (each one a
     complete gate run with three test-only slowdowns, so the answers are known). Each
     confirmation's verdict is re-derived from its samples, and the rates are the issue's:
     the family made 20% slower REGRESSED in >= 19 of 20 trials, the whole compile made 30%
     slower (every model) REGRESSED in >= 19 of 20, the unsupported op flagged in every
     trial, no other series REGRESSED in more than 1 of 20, and every A/B of a slowed
     compile confirmed it."""
-    from perf.sensitivity import summarize
+    from perf.gate.sensitivity import summarize
 
     results = json.loads(SENSITIVITY.read_text())
     n = len(results["trials"])
     assert n >= 20
     for trial in results["trials"]:
         for series, v in trial["confirmations"].items():
-            c = gate.Confirmation(series, v["type"], v["a"], v["b"])
+            c = rules.Confirmation(series, v["type"], v["a"], v["b"])
             assert c.regressed == v["regressed"]
             assert c.pvalue == pytest.approx(v["pvalue"])
             assert (series in trial["regressed"]) == c.regressed
@@ -330,7 +331,7 @@ def test_run_records_a_history_file(tmp_path):
     values = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0)},
               "canary": {"canary/cpu": ("cpu", 1.0)}}
     assert _perf_run_record(tmp_path, values, processes=2) == 0
-    run, = history.load_runs(tmp_path)
+    run, = store.load_runs(tmp_path)
     assert run.header["suite"] == "quick" and len(run.header["commit"]) == 40
     assert run.header["loaded"] is False and len(run.header["load"]["start"]) == 3
     assert len(run.series["compile/m/cpu/total"].samples) == 2
@@ -339,22 +340,22 @@ def test_run_records_a_history_file(tmp_path):
 def test_a_series_measured_only_before_a_machine_change_is_new(tmp_path):
     """After a machine annotation a series with no runs since (it stopped being measured,
     or comes back) has no baseline: the screen calls it new, the dashboard draws it."""
-    from perf import dashboard
+    from perf.gate import dashboard
 
     for i, (commit, names) in enumerate([("a" * 40, ("x/cpu", "old/cpu"))] * 3
                                         + [("b" * 40, ("x/cpu",))] * 3):
         head = {"commit": commit, "parent": None, "suite": "quick", "machine": {},
                 "time": f"2026-01-01T00:{i:02d}:00Z", "load": {}, "loaded": False,
                 "versions": {}, "dirty": False}
-        history.write_run(head, [{"name": n, "unit": "s", "type": "cpu", "samples": [1.0]}
+        store.write_run(head, [{"name": n, "unit": "s", "type": "cpu", "samples": [1.0]}
                                  for n in names], tmp_path)
-    history.annotate("*", "b" * 10, "machine", "a new runner", tmp_path)
-    runs = history.load_runs(tmp_path)
-    rows = {r.name: r for r in gate.screen(_current({"x/cpu": ("cpu", 1.0),
+    store.annotate("*", "b" * 10, "machine", "a new runner", tmp_path)
+    runs = store.load_runs(tmp_path)
+    rows = {r.name: r for r in rules.screen(_current({"x/cpu": ("cpu", 1.0),
                                                      "old/cpu": ("cpu", 5.0)}), runs)}
     assert rows["old/cpu"].verdict == "new" and rows["x/cpu"].verdict == "ok"
     assert "old/cpu" in dashboard.suite_section("quick", runs, None,
-                                                 history.load_annotations(tmp_path))
+                                                 store.load_annotations(tmp_path))
 
 
 def test_every_round_of_a_run_measures_on_fresh_servers(tmp_path):
@@ -378,7 +379,7 @@ def test_every_round_of_a_run_measures_on_fresh_servers(tmp_path):
 
     assert calibrate_command(args, pool_factory=factory) == 0
     assert len(opened) == 5 * 2 and all(p.calls == ["compile:m", "canary"] for p in opened)
-    runs = history.load_runs(tmp_path)
+    runs = store.load_runs(tmp_path)
     assert len(runs) == 5
     # each series records its rounds, so the statistic can take each round's minimum
     assert {s.rounds for r in runs for s in r.series.values()} == {len(opened) // 5}
@@ -404,7 +405,7 @@ def test_measuring_servers_pin_the_malloc_mmap_threshold(monkeypatch):
     glibc's dynamic threshold off), so a child's peak RSS does not depend on its server."""
     import subprocess
 
-    from perf import worker
+    from perf.gate import worker
 
     seen = {}
 

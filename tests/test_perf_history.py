@@ -1,5 +1,6 @@
-"""perf.history (append-only run files, annotations, sqlite reader), perf.noise (spread and
-baseline since the last change) and perf.steps (open regressions) on small written histories."""
+"""perf.gate.store (append-only run files, annotations, sqlite reader), perf.gate.noise (spread
+and baseline since the last change) and perf.gate.steps (open regressions) on small written
+histories."""
 
 import json
 import math
@@ -9,7 +10,7 @@ import subprocess
 
 import pytest
 
-from perf import history, noise, steps
+from perf.gate import noise, steps, store
 
 SERIES = "compile_cpu_s/resnet18"
 
@@ -28,120 +29,120 @@ def record(directory, levels, sd=0.02, seed=0, loaded=(), commits=None):
     layer count."""
     rng = random.Random(seed)
     for i, level in enumerate(levels):
-        history.write_run(header(i, loaded=i in loaded, commit=commits and commits[i]), [
+        store.write_run(header(i, loaded=i in loaded, commit=commits and commits[i]), [
             {"name": SERIES, "unit": "s", "type": "cpu",
              "samples": [level * math.exp(rng.gauss(0, sd)) for _ in range(3)]},
             {"name": "peak_rss_bytes/resnet18", "unit": "bytes", "type": "rss",
              "samples": [1e9, 1.01e9, 0.99e9]},
             {"name": "layers/resnet18", "unit": "count", "type": "count", "samples": [50.0]}],
             directory)
-    return history.load_runs(directory)
+    return store.load_runs(directory)
 
 
 def test_write_and_load_round_trip(tmp_path):
-    path = history.write_run(header(0), [{"name": SERIES, "unit": "s", "type": "cpu",
+    path = store.write_run(header(0), [{"name": SERIES, "unit": "s", "type": "cpu",
                                           "samples": [2.0, 1.5, 1.7]}], tmp_path)
     assert path.name == "20261101T100000Z_0000c0ffee_quick.jsonl"
     first = json.loads(path.read_text().splitlines()[0])
     assert first["kind"] == "header" and first["schema"] == 1
-    [run] = history.load_runs(tmp_path)
+    [run] = store.load_runs(tmp_path)
     assert run.commit == header(0)["commit"] and run.series[SERIES].statistic() == 1.5
 
 
 def test_statistic_per_type():
-    assert history.Series("a", "s", "cpu", [3.0, 1.0, 2.0]).statistic() == 1.0
-    assert history.Series("a", "bytes", "rss", [3.0, 1.0, 2.0]).statistic() == 2.0
-    assert history.Series("a", "count", "count", [7.0, 7.0]).statistic() == 7.0
+    assert store.Series("a", "s", "cpu", [3.0, 1.0, 2.0]).statistic() == 1.0
+    assert store.Series("a", "bytes", "rss", [3.0, 1.0, 2.0]).statistic() == 2.0
+    assert store.Series("a", "count", "count", [7.0, 7.0]).statistic() == 7.0
 
 
 def test_time_statistic_is_the_mean_of_each_rounds_minimum():
     # rounds of [1, 5, 9], [3, 2, 7], [4, 8, 6]: minima 1, 2, 4
-    s = history.Series("a", "s", "cpu", [1.0, 5.0, 9.0, 3.0, 2.0, 7.0, 4.0, 8.0, 6.0], 3)
+    s = store.Series("a", "s", "cpu", [1.0, 5.0, 9.0, 3.0, 2.0, 7.0, 4.0, 8.0, 6.0], 3)
     assert s.round_samples() == [[1.0, 5.0, 9.0], [3.0, 2.0, 7.0], [4.0, 8.0, 6.0]]
     assert s.statistic() == pytest.approx(7 / 3)
-    assert history.Series("a", "s", "latency", s.samples, 1).statistic() == 1.0
+    assert store.Series("a", "s", "latency", s.samples, 1).statistic() == 1.0
     # samples that do not split into the rounds (a round lost one): the minimum of all
-    assert history.Series("a", "s", "cpu", s.samples[:8], 3).statistic() == 1.0
+    assert store.Series("a", "s", "cpu", s.samples[:8], 3).statistic() == 1.0
     # RSS and counts ignore rounds
-    assert history.Series("a", "bytes", "rss", s.samples, 3).statistic() == 5.0
+    assert store.Series("a", "bytes", "rss", s.samples, 3).statistic() == 5.0
 
 
 def test_rounds_are_written_checked_and_inferred_for_older_records(tmp_path):
     samples = [1.0, 5.0, 3.0, 2.0, 4.0, 8.0]
-    history.write_run(header(0), [{"name": SERIES, "unit": "s", "type": "cpu",
+    store.write_run(header(0), [{"name": SERIES, "unit": "s", "type": "cpu",
                                    "samples": samples, "rounds": 2}], tmp_path)
-    [run] = history.load_runs(tmp_path)
+    [run] = store.load_runs(tmp_path)
     assert run.series[SERIES].rounds == 2 and run.series[SERIES].statistic() == 1.5
     with pytest.raises(ValueError, match="dividing its 6 samples"):
-        history.write_run(header(1), [{"name": SERIES, "unit": "s", "type": "cpu",
+        store.write_run(header(1), [{"name": SERIES, "unit": "s", "type": "cpu",
                                        "samples": samples, "rounds": 4}], tmp_path)
     # a record written before series carried rounds: the canary loop ran once a round
     old = tmp_path / "old"
-    path = history.write_run(header(0), [
+    path = store.write_run(header(0), [
         {"name": SERIES, "unit": "s", "type": "cpu", "samples": samples},
         {"name": "odd", "unit": "s", "type": "cpu", "samples": [3.0, 1.0, 2.0, 5.0]},
-        {"name": history.LEGACY_ROUNDS_SERIES, "unit": "s", "type": "cpu",
+        {"name": store.LEGACY_ROUNDS_SERIES, "unit": "s", "type": "cpu",
          "samples": [1.0, 2.0, 3.0]}], old)
     path.write_text("".join(line.replace(', "rounds": 1', "") + "\n"
                             for line in path.read_text().splitlines()))
     assert '"rounds"' not in path.read_text()
-    [run] = history.load_runs(old)
+    [run] = store.load_runs(old)
     assert {n: s.rounds for n, s in run.series.items()} == {
-        SERIES: 3, "odd": 1, history.LEGACY_ROUNDS_SERIES: 3}
+        SERIES: 3, "odd": 1, store.LEGACY_ROUNDS_SERIES: 3}
     assert run.series[SERIES].statistic() == pytest.approx((1 + 2 + 4) / 3)
 
 
 def test_runs_are_append_only(tmp_path):
-    a = history.write_run(header(0), [], tmp_path)
-    b = history.write_run(header(0), [], tmp_path)
+    a = store.write_run(header(0), [], tmp_path)
+    b = store.write_run(header(0), [], tmp_path)
     assert a != b and a.exists() and b.name.endswith("-2.jsonl")
 
 
 def test_bad_records_are_named(tmp_path):
     with pytest.raises(ValueError, match="lacks"):
-        history.write_run({"commit": "abc"}, [], tmp_path)
+        store.write_run({"commit": "abc"}, [], tmp_path)
     with pytest.raises(ValueError, match="accepted: cpu, wall"):
-        history.write_run(header(0), [{"name": "x", "unit": "s", "type": "cpus",
+        store.write_run(header(0), [{"name": "x", "unit": "s", "type": "cpus",
                                        "samples": [1.0]}], tmp_path)
     with pytest.raises(ValueError, match="not a finite number"):
-        history.write_run(header(0), [{"name": "x", "unit": "s", "type": "cpu",
+        store.write_run(header(0), [{"name": "x", "unit": "s", "type": "cpu",
                                        "samples": [1.0, float("nan")]}], tmp_path)
     (tmp_path / "broken.jsonl").write_text('{"kind": "series"\n')
     with pytest.raises(ValueError, match="broken.jsonl:1"):
-        history.load_runs(tmp_path)
+        store.load_runs(tmp_path)
 
 
 def test_load_runs_orders_by_time_and_filters_suite(tmp_path):
-    history.write_run(header(5), [], tmp_path)
-    history.write_run({**header(1), "suite": "full"}, [], tmp_path)
-    history.write_run(header(3), [], tmp_path)
-    assert [r.time[-5:-1] for r in history.load_runs(tmp_path)] == ["1:00", "3:00", "5:00"]
-    assert len(history.load_runs(tmp_path, suite="full")) == 1
+    store.write_run(header(5), [], tmp_path)
+    store.write_run({**header(1), "suite": "full"}, [], tmp_path)
+    store.write_run(header(3), [], tmp_path)
+    assert [r.time[-5:-1] for r in store.load_runs(tmp_path)] == ["1:00", "3:00", "5:00"]
+    assert len(store.load_runs(tmp_path, suite="full")) == 1
 
 
 def test_sqlite_reader(tmp_path):
     runs = record(tmp_path, [1.0] * 4, loaded={2})
-    cols, rows = history.query("SELECT COUNT(*), SUM(loaded) FROM runs", runs)
+    cols, rows = store.query("SELECT COUNT(*), SUM(loaded) FROM runs", runs)
     assert rows == [(4, 1)]
-    _, rows = history.query(f"SELECT COUNT(*) FROM samples WHERE series = '{SERIES}'", runs)
+    _, rows = store.query(f"SELECT COUNT(*) FROM samples WHERE series = '{SERIES}'", runs)
     assert rows == [(12,)]
-    _, rows = history.query("SELECT value FROM stats WHERE type = 'count'", runs)
+    _, rows = store.query("SELECT value FROM stats WHERE type = 'count'", runs)
     assert rows == [(50.0,)] * 4
     with pytest.raises(ValueError, match="tables: runs"):
-        history.query("SELECT nope FROM runs", runs)
+        store.query("SELECT nope FROM runs", runs)
 
 
 def test_annotation_validation(tmp_path):
     with pytest.raises(ValueError, match="accepted: accept, ignore, machine"):
-        history.annotate(SERIES, "abcdef0", "accepted", "why", tmp_path)
+        store.annotate(SERIES, "abcdef0", "accepted", "why", tmp_path)
     with pytest.raises(ValueError, match="reason"):
-        history.annotate(SERIES, "abcdef0", "accept", " ", tmp_path)
+        store.annotate(SERIES, "abcdef0", "accept", " ", tmp_path)
     with pytest.raises(ValueError, match="7 hex digits"):
-        history.annotate(SERIES, "abc", "accept", "why", tmp_path)
-    history.annotate("compile_cpu_s/*", "abcdef0", "accept", "why", tmp_path)
-    [a] = history.load_annotations(tmp_path)
-    assert history.annotations_for(SERIES, [a]) == [a]
-    assert history.annotations_for("peak_rss_bytes/x", [a]) == []
+        store.annotate(SERIES, "abc", "accept", "why", tmp_path)
+    store.annotate("compile_cpu_s/*", "abcdef0", "accept", "why", tmp_path)
+    [a] = store.load_annotations(tmp_path)
+    assert store.annotations_for(SERIES, [a]) == [a]
+    assert store.annotations_for("peak_rss_bytes/x", [a]) == []
 
 
 def test_spread_sources(tmp_path):
@@ -170,8 +171,8 @@ def test_step_is_an_open_regression_until_annotated(tmp_path):
     assert noise.baseline(SERIES, runs, []) == statistics.median(
         r.series[SERIES].statistic() for r in runs[12:])
     assert noise.series_spread(SERIES, runs, None, []).source == "default"
-    history.annotate("compile_cpu_s/*", step.commit_after[:10], "accept", "new pass", tmp_path)
-    annotations = history.load_annotations(tmp_path)
+    store.annotate("compile_cpu_s/*", step.commit_after[:10], "accept", "new pass", tmp_path)
+    annotations = store.load_annotations(tmp_path)
     assert steps.open_regressions(runs, annotations) == []
     [closed] = steps.series_steps(SERIES, runs, annotations)
     assert closed.annotation["action"] == "accept"
@@ -197,7 +198,7 @@ def test_calibrate(tmp_path):
     runs = record(tmp_path, [1.0] * 6)
     with pytest.raises(ValueError, match="one commit"):
         noise.calibrate(runs)
-    same = [history.Run({**r.header, "commit": "f" * 40}, r.series, r.path) for r in runs]
+    same = [store.Run({**r.header, "commit": "f" * 40}, r.series, r.path) for r in runs]
     cal = noise.calibrate(same)
     assert cal["commit"] == "f" * 40 and cal["series"][SERIES]["n"] == 6
     assert cal["series"]["layers/resnet18"]["spread"] == 0.0

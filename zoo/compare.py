@@ -183,7 +183,7 @@ def render(deltas: list[Delta], show_all: bool = False) -> str:
         return summary
     if any(d.verdict == IMPROVED for d in deltas):
         summary += ("\nimprovements do not fail the comparison; once intended, make the new "
-                    "sweep the baseline (cp NEW perf/baselines/...)")
+                    "sweep the baseline (cp NEW perf-data/baselines/...)")
     return "\n".join(lines + ["", summary])
 
 

@@ -145,7 +145,7 @@ BUILDER_FLOOR_NOTE = (
     "peaks at ~130 MiB or more however small the weights, and at ~130 MiB plus ~2x the "
     "weights for convolutional networks: 16 small convolutions 130 MiB for 0.7 MiB of "
     "weights, resnet18 221 MiB (5.0x), mobilenet_v2 158 MiB (11.7x), bert_2layer 164 MiB "
-    "(9.8x) (`python -m perf.builder_floor`). No builder setting lowers it (optimization "
+    "(9.8x) (`python -m perf.studies.builder_floor`). No builder setting lowers it (optimization "
     "level, tactic count, aux streams, memory pools, compute capability). The anchor, on the "
     "same builder, needs 186 MiB (4.2x) for resnet18.")
 

@@ -1,8 +1,8 @@
-"""perf.baseline: calibrated ratios and regression detection on hand-made benchmark JSON."""
+"""perf.bench.baseline: calibrated ratios and regression detection on hand-made benchmark JSON."""
 
 import pytest
 
-from perf.baseline import compare, render, summarize
+from perf.bench.baseline import compare, render, summarize
 
 
 def bench_json(calib_python=1.0, calib_torch=2.0, compile_s=3.0, forward_s=0.5, phases=None):

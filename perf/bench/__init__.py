@@ -1,0 +1,3 @@
+"""pytest-benchmark suites (``python -m perf.bench.run``, ``nox -s perf_bench``): each
+benchmark's best time, also expressed as a ratio to a calibration workload measured in the
+same run (``baseline``); ``synthetic_graphs`` builds the partitioner's scaling graphs."""

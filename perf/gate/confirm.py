@@ -1,0 +1,97 @@
+"""The confirmation step: a suspect's group re-measured against the base commit, checked
+out as a ``git worktree``, in alternating fresh processes (ABBA), then judged by
+``gate.Confirmation``."""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from .rules import AB_EACH, Confirmation, abba
+from .runner import say
+from .worker import ROOT, MeasureError
+
+
+@contextlib.contextmanager
+def base_checkout(rev: str) -> Iterator[Path]:
+    """``rev`` checked out (detached) in a temporary git worktree, removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="perf-base-"))
+    tree = folder / "base"
+    done = subprocess.run(["git", "worktree", "add", "--detach", str(tree), rev], cwd=ROOT,
+                          capture_output=True, text=True)
+    if done.returncode:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise ValueError(f"base {rev!r}: cannot check it out ({done.stderr.strip()}); give "
+                         "--base a commit of this clone (a shallow clone lacks history: "
+                         "fetch with --unshallow)")
+    try:
+        yield tree
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT,
+                       capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class BaseCannotMeasure(ValueError):
+    """The base tree cannot measure a suspect's group (its library lacks something the
+    measurement needs, or it builds none of the family's cases): the suspect is left
+    unconfirmed with a warning, as when the base is not in the clone."""
+
+
+@contextlib.contextmanager
+def base_side(group: str) -> Iterator[None]:
+    """A MeasureError of the base's pool becomes BaseCannotMeasure."""
+    try:
+        yield
+    except MeasureError as err:
+        raise BaseCannotMeasure(f"the base cannot measure {group}: {err}") from err
+
+
+def common_cases(group: str, pool_a, pool_b) -> list[str] | None:
+    """For a family group, the case ids both trees built, in A's order (None for other
+    groups): both sides then convert the same graphs."""
+    if not group.startswith("family:"):
+        return None
+    family = group.partition(":")[2]
+    with base_side(group):
+        base = set(pool_b.family_cases(family))
+        skipped = pool_b.skipped_cases()
+    ours = pool_a.family_cases(family)
+    common = [c for c in ours if c in base]
+    if not common:
+        raise BaseCannotMeasure(f"the base built none of the {len(ours)} cases of {group}"
+                                + (f" (case modules it cannot import: {skipped})"
+                                   if skipped else ""))
+    if len(common) < len(ours):
+        say(f"confirming {group} on the {len(common)} of its {len(ours)} cases the base "
+            f"built (left out: {', '.join(c for c in ours if c not in base)})")
+    return common
+
+
+def confirm_group(group: str, names: list[str], pool_a, pool_b, each: int = AB_EACH,
+                  inject_a: dict | None = None) -> list[Confirmation]:
+    """Measure ``group`` ``each`` times on each side, ABBA, and return the confirmations of
+    series ``names``; ``inject_a`` goes to side A only (perf/gate/sensitivity.py). A family
+    converts the same cases on both sides (``common_cases``); raises BaseCannotMeasure
+    when the base cannot measure the group."""
+    found: dict[str, Confirmation] = {}
+    cases = common_cases(group, pool_a, pool_b)
+    order = abba(each)
+    for i, side in enumerate(order, 1):
+        if side == "A":
+            result = pool_a.measure(group, inject_a, cases)
+        else:
+            with base_side(group):
+                result = pool_b.measure(group, None, cases)
+        for name in names:
+            if name not in result:
+                raise ValueError(f"{group} measured no series {name!r} on side {side}")
+            c = found.setdefault(name, Confirmation(name, result[name]["type"]))
+            (c.a if side == "A" else c.b).append(result[name]["value"])
+        if i % 4 == 0:
+            say(f"confirming {group}: {i}/{len(order)} processes")
+    return [found[n] for n in names]

@@ -1,0 +1,201 @@
+"""The measurements, run inside one fresh (forked) process per group: a zoo model compiled
+once (process CPU seconds per phase and in total, wall, peak RSS, latency, work counters),
+a converter family's conversion loop (>= 50 ms a round), and the canaries (a loop; a cold
+export of a fixed module).
+
+Each returns ``{series name: {"type", "unit", "value"}}``. Only the public API
+(``torch_trt_ref.compile``, ``compile_report``) and the interpreter are used, so the same
+code measures an older commit's library (the gate runs it on a base checkout:
+perf/gate/confirm.py)."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import torch
+
+from . import inject
+from .suites import CANARY_SERIES, COLD_CANARY
+
+ROUND_SECONDS = 0.05  # a micro-benchmark round lasts at least this much CPU time
+ROUNDS = 5
+LATENCY_RUNS = 10
+LATENCY_SECONDS = 0.5  # stop timing calls after this much (at least 3 calls)
+
+
+def _s(type_: str, unit: str, value: float) -> dict:
+    return {"type": type_, "unit": unit, "value": float(value)}
+
+
+def measure(group: str, prepared: dict, spec: dict | None = None,
+            cases: list[str] | None = None) -> dict[str, dict]:
+    """The series of ``group``; ``cases``: of a family, only the graphs of these case ids
+    (an A/B converts the cases both trees built)."""
+    kind, _, arg = group.partition(":")
+    if kind == "compile":
+        return compile_model(arg, spec)
+    if kind == "family":
+        return family(arg, _select(prepared["families"][arg], cases), spec)
+    if kind == "canary":
+        return canary()
+    raise ValueError(f"unknown group {group!r}; accepted: compile:MODEL, family:NAME, canary")
+
+
+def compile_model(name: str, spec: dict | None = None) -> dict[str, dict]:
+    import torch_trt_ref
+    from torch_trt_ref.memory import PeakRSS
+    from zoo.registry import get
+
+    entry = get(name)
+    model = entry.factory()
+    args, kwargs = entry.inputs()
+    compile_fn = inject.compile_hook(torch_trt_ref.compile, spec)
+    with inject.unsupported(spec), _counting() as counts, PeakRSS() as rss:
+        cpu, wall = time.process_time(), time.perf_counter()
+        compiled = compile_fn(model, args, kwargs, **entry.compile_settings)
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    report = compiled.compile_report
+    prefix = f"compile/{name}"
+    out = {f"{prefix}/cpu/total": _s("cpu", "s", cpu),
+           f"{prefix}/wall/total": _s("wall", "s", wall),
+           f"{prefix}/rss/peak": _s("rss", "MiB", rss.above_baseline / 2**20),
+           f"{prefix}/latency": _s("latency", "s", _latency(compiled, args, kwargs))}
+    for phase, seconds in report.phases_cpu.items():
+        out[f"{prefix}/cpu/{phase}"] = _s("cpu", "s", seconds)
+    for key, n in {**_report_counts(report), **counts}.items():
+        out[f"{prefix}/count/{key}"] = _s("count", "1", n)
+    return out
+
+
+def _counting():
+    """torch_trt_ref.work's counters; an older library without them counts nothing."""
+    try:
+        from torch_trt_ref.work import counting
+    except ImportError:
+        import contextlib
+
+        return contextlib.nullcontext({})
+    return counting()
+
+
+def _report_counts(report) -> dict[str, int]:
+    support = report.support
+    counts = report.counts
+    return {"segments.tensorrt": counts.get("tensorrt", 0),
+            "segments.torch": counts.get("torch", 0),
+            "unsupported_nodes": support.get("n_total", 0) - support.get("n_supported", 0),
+            "converter_calls": sum(sum(e.converters.values()) for e in report.engines),
+            "layers": sum(e.layers for e in report.engines),
+            "plan_bytes": sum(e.plan_bytes for e in report.engines)}
+
+
+def _latency(compiled, args, kwargs) -> float:
+    """Minimum wall seconds of one call after a warm-up call (LATENCY_RUNS calls, fewer
+    once LATENCY_SECONDS are spent)."""
+    times: list[float] = []
+    with torch.no_grad():
+        compiled(*args, **kwargs)
+        while len(times) < LATENCY_RUNS and (len(times) < 3 or sum(times) < LATENCY_SECONDS):
+            start = time.perf_counter()
+            compiled(*args, **kwargs)
+            times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def _select(graphs: list, cases: list[str] | None) -> list:
+    if cases is None:
+        return graphs
+    built = {g[0]: g for g in graphs}
+    missing = sorted(set(cases) - set(built))
+    if missing:
+        raise ValueError(f"cases not built by this tree: {', '.join(missing)}")
+    return [built[c] for c in cases]
+
+
+def family(name: str, graphs: list, spec: dict | None = None) -> dict[str, dict]:
+    """CPU seconds of one pass of the interpreter over the family's one-op graphs: the
+    minimum over ROUNDS rounds, each looping passes until ROUND_SECONDS of CPU are spent
+    (the loop count is fixed by a warm-up, so every round does the same work)."""
+    from torch_trt_ref.conversion.interpreter import Interpreter
+    from torch_trt_ref.settings import CompilationSettings
+
+    settings = CompilationSettings()
+
+    def one_pass() -> int:
+        layers = 0
+        for _, gm, specs in graphs:
+            layers += Interpreter(gm, specs, settings).run().net.num_layers
+        return layers
+
+    one_pass()
+    start = time.process_time()
+    layers = one_pass()
+    loops = max(1, math.ceil(ROUND_SECONDS / max(time.process_time() - start, 1e-6)))
+
+    def per_pass() -> float:
+        """CPU seconds of one pass, from a round of ``loops`` passes."""
+        start = time.process_time()
+        for _ in range(loops):
+            one_pass()
+        return (time.process_time() - start) / loops
+
+    per_pass.loops = loops
+    with inject.family_hook(name, spec, per_pass):
+        rounds = [per_pass() for _ in range(ROUNDS)]
+    return {f"family/{name}/cpu": _s("cpu", "s", min(rounds)),
+            f"family/{name}/count/layers": _s("count", "1", layers)}
+
+
+def canary() -> dict[str, dict]:
+    """A fixed CPU loop (Python integers and small torch matmuls) that no commit changes:
+    when it moves, the machine moved (see gate.drift); and the cold canary, measured first
+    while the process is still cold."""
+    cold = cold_canary()
+    rounds = []
+    for _ in range(ROUNDS):
+        start = time.process_time()
+        x = 0
+        for i in range(100_000):
+            x += i * i % 7
+        a = torch.full((64, 64), 0.01)
+        for _ in range(300):
+            a = torch.tanh(a @ a)
+        rounds.append(time.process_time() - start)
+    return {CANARY_SERIES: _s("cpu", "s", min(rounds)),
+            COLD_CANARY: _s("cpu", "s", cold)}
+
+
+class _ColdNet(torch.nn.Module):
+    """A fixed module the cold canary exports: torch's code, none of ours."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(torch.nn.Linear(8, 8) for _ in range(10))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.relu(layer(x)) + x
+        return x
+
+
+def cold_canary() -> float:
+    """CPU seconds of what a cold compile does and the canary loop does not, with code no
+    commit changes: torch.export of a fixed module and its decomposition to ATen, the
+    first in this process (new pages, copied pages, cold caches). A neighbour contending
+    for memory (invisible to the load average) slowed compiles 25-36% and a 40-layer version
+    of this x1.33, while the loop and the family micro-benchmarks moved less than 5%; it
+    sees only what overlaps its own processes (docs/regressions.md, "Disturbed runs")."""
+    start = time.process_time()
+    program = torch.export.export(_ColdNet(), (torch.ones(2, 8),))
+    program.run_decompositions()
+    return time.process_time() - start
+
+
+def load_family_graphs() -> dict[str, Any]:
+    """{family: [(case id, lowered one-op graph, input specs)]}, built once by the
+    worker."""
+    from .families import FAMILIES, graphs
+
+    return {name: graphs(cases) for name, cases in FAMILIES.items()}

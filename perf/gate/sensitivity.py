@@ -1,0 +1,146 @@
+"""Sensitivity of the whole gate (issue 23, "What it must show"): each trial is one complete
+``perf gate`` run (the quick suite measured on this tree, screened against perf-data/history,
+suspects confirmed A/B against HEAD, or --base, checked out as a git worktree) with three test-only
+slowdowns from perf/gate/inject.py, so one trial tests all three:
+
+- family: converter family FAMILY made 20% slower (series family/FAMILY/cpu);
+- compile: the whole ``compile()`` made 30% slower, in every model of the suite (series
+  compile/MODEL/cpu/total of each); the trial flags it when the gate calls at least one of
+  them REGRESSED (the gate then fails), and the rate of each model is kept too;
+- unsupported: OP made unsupported in MODEL2 (its work counters, the exact path).
+
+Every group is measured in its own fresh processes. Every series the injections do not aim
+at is a control: the other 22 families, the canary, and every compile's per-phase CPU, peak
+RSS and latency (the slowdown spins after ``compile()`` returns, so its phases are not
+touched), except MODEL2's group, whose partition the unsupported op changes. Writes
+perf-data/results/sensitivity.json (every trial's screen, its compiles' CPU samples and every
+confirmation's samples);
+tests/test_perf_gate.py re-judges them and checks the rates."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from . import noise, rules, store, suites
+from .confirm import base_checkout
+from .runner import say
+from .verdict import confirm_run, screen_run
+from .worker import Pool
+
+OUT = store.DATA / "results" / "sensitivity.json"
+
+
+def injections(args, models: tuple[str, ...]) -> dict[str, dict]:
+    """The test-only slowdown of each injected group (``models``: the suite's)."""
+    inject = {f"compile:{m}": {"compile_slower": 0.3} for m in models}
+    inject[f"compile:{args.model2}"] = {**inject.get(f"compile:{args.model2}", {}),
+                                        "unsupported": args.op}
+    inject[f"family:{args.family}"] = {"family": args.family, "slower": 0.2}
+    return inject
+
+
+def targets(args, models: tuple[str, ...]) -> dict[str, str | list[str]]:
+    """Scenario -> the series it must flag (for the exact path, a series prefix; for the
+    whole compile, the list of every model's total)."""
+    return {"family": f"family/{args.family}/cpu",
+            "compile": [f"compile/{m}/cpu/total" for m in models],
+            "unsupported": f"compile/{args.model2}/count/"}
+
+
+def _trial(run, load_start: float, seconds: float) -> dict:
+    return {"load_start": load_start, "load_end": os.getloadavg()[0],
+            "seconds": round(seconds, 1), "drift": run.drift, "disturbed": run.disturbed,
+            "canary": run.canary,
+            "screen": {r.name: {"verdict": r.verdict, "ratio": r.ratio, "z": round(r.z, 3),
+                                "spread": r.spread.value if r.spread else None}
+                       for r in run.rows},
+            "suspects": [r.name for r in run.chosen], "unconfirmed": run.unconfirmed,
+            "confirmations": {c.name: {"type": c.type, "a": c.a, "b": c.b,
+                                       "pvalue": c.pvalue, "ratio": c.ratio,
+                                       "regressed": c.regressed}
+                              for c in run.confirmations},
+            "regressed": run.regressed,
+            # the compiles' raw CPU samples: their phases are untouched by the injections,
+            # so 20 trials are 20 fresh runs of noise (docs/regressions.md, "The statistic")
+            "samples": {n: {"samples": s.samples, "rounds": s.rounds}
+                        for n, s in run.current.items()
+                        if n.startswith("compile/") and s.type == "cpu"}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m perf.gate.sensitivity", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--trials", type=int, default=20)
+    p.add_argument("--family", default="elementwise")
+    p.add_argument("--model2", default="unconvertible")
+    p.add_argument("--op", default="aten.relu.default")
+    p.add_argument("--base", default="HEAD", help="commit the suspects are confirmed "
+                   "against (default HEAD; an older one: its library under this checkout's "
+                   "measurement code, docs/regressions.md)")
+    p.add_argument("--out", type=Path, default=OUT)
+    args = p.parse_args(argv)
+    suite = suites.suite("quick")
+    runs = store.load_runs(suite=suite.name)
+    calibration = noise.load_calibration()
+    annotations = store.load_annotations()
+    inject = injections(args, suite.models)
+    results: dict = {"params": {**{k: v for k, v in vars(args).items() if k != "out"},
+                                "injections": inject, "targets": targets(args, suite.models),
+                                "history_runs": len(runs), **rules.PARAMS},
+                     "trials": []}
+    started = time.monotonic()
+    log = Path("/tmp/perf-sensitivity.log")
+    with base_checkout(args.base) as tree:
+        for i in range(args.trials):  # fresh servers on both sides, as each gate run has
+            say(f"trial {i + 1}/{args.trials} ({time.monotonic() - started:.0f} s)")
+            load, t0 = os.getloadavg()[0], time.monotonic()
+            with Pool(log=log) as pool, Pool(tree, log) as base:
+                run = screen_run(suite, lambda: Pool(log=log), runs, calibration, annotations,
+                                 inject=inject)
+                confirm_run(run, pool, lambda: base, inject=inject,
+                            out=say)
+            results["trials"].append(_trial(run, load, time.monotonic() - t0))
+            results["seconds"] = round(time.monotonic() - started)
+            args.out.parent.mkdir(parents=True, exist_ok=True)  # written after every trial
+            args.out.write_text(json.dumps(results, indent=1) + "\n")
+    print(json.dumps(summarize(results), indent=1))
+    return 0
+
+
+def summarize(results: dict) -> dict:
+    """Per scenario, the trials whose gate run called its target REGRESSED (the whole
+    compile: any model's total; each model's own rate under ``compile_by_series``); per
+    control series, how many trials called it REGRESSED (only those that ever were)."""
+    goals = results["params"]["targets"]
+    trials = results["trials"]
+    hit = {"family": sum(goals["family"] in t["regressed"] for t in trials),
+           "compile": sum(bool(set(t["regressed"]) & set(goals["compile"])) for t in trials),
+           "unsupported": sum(any(s.startswith(goals["unsupported"]) for s in t["regressed"])
+                              for t in trials)}
+    controls: dict[str, int] = {}
+    for t in trials:
+        for s in t["regressed"]:
+            if not is_target(s, goals):
+                controls[s] = controls.get(s, 0) + 1
+    return {"trials": len(trials), "flagged": hit,
+            "compile_by_series": {n: sum(n in t["regressed"] for t in trials)
+                                  for n in goals["compile"]},
+            "controls_regressed": controls, "seconds": results.get("seconds")}
+
+
+def is_target(series: str, goals: dict) -> bool:
+    """Whether ``series`` is what an injection aims at: the slowed-down family and compile
+    totals, or any series of the group with the unsupported op (its counts, and the times
+    and memory of a compile that now has a different partition)."""
+    unsupported_group = goals["unsupported"].rsplit("/", 2)[0] + "/"
+    return (series == goals["family"] or series in goals["compile"]
+            or series.startswith(unsupported_group))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
