@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from .gate import noise, rules, steps, store, suites
-from .gate.confirm import base_checkout
+from .gate.confirm import base_checkout, resolve_commit
 from .gate.dashboard import add_history_subcommand
 from .gate.runner import (
     LOAD_LIMIT_PER_CORE,
@@ -91,7 +91,24 @@ def calibrate_command(args, pool_factory=Pool) -> int:
     return 0
 
 
+def check_gate_args(args) -> None:
+    """Every argument of ``perf gate`` checked before anything is measured (a bad one fails
+    in a second, not after the screen): counts positive, --ab-each even, --base a commit of
+    this clone (resolved to its hash)."""
+    if args.processes is not None and args.processes < 1:
+        raise ValueError(f"--processes must be a positive number of rounds, got "
+                         f"{args.processes}")
+    if args.max_suspects < 0:
+        raise ValueError(f"--max-suspects must be 0 or more, got {args.max_suspects}")
+    if args.ab_each is not None and (args.ab_each < 1 or args.ab_each % 2):
+        raise ValueError(f"--ab-each must be a positive even number of processes per side "
+                         f"(ABBA order), got {args.ab_each}")
+    if args.base:
+        args.base = resolve_commit(args.base)
+
+
 def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> int:
+    check_gate_args(args)
     suite = suites.suite(args.suite)
     runs = store.load_runs(args.history, suite=suite.name)
     if not runs:

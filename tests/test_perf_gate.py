@@ -8,6 +8,7 @@ import argparse
 import contextlib
 import json
 import math
+import re
 import subprocess
 from itertools import combinations
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 from perf import cli
 from perf.cli import add_subcommands, gate_command
 from perf.gate import noise, rules, store, suites
+from perf.gate.confirm import resolve_commit
 from perf.gate.worker import ROOT, MeasureError
 
 COMMIT = "a" * 40
@@ -420,3 +422,28 @@ def test_measuring_servers_pin_the_malloc_mmap_threshold(monkeypatch):
     with pytest.raises(Stop):
         worker.Pool().families()
     assert seen["MALLOC_MMAP_THRESHOLD_"] == str(128 * 1024)
+
+
+@pytest.mark.parametrize("flags,message", [
+    (["--base", "nosuchrev"], "--base 'nosuchrev' is not a commit of this clone"),
+    (["--ab-each", "3"], "--ab-each must be a positive even number"),
+    (["--processes", "0"], "--processes must be a positive number"),
+    (["--max-suspects", "-1"], "--max-suspects must be 0 or more")])
+def test_bad_gate_arguments_fail_before_anything_is_measured(tmp_path, flags, message):
+    """Issue 36: ``perf gate --base nosuchrev`` ran the whole screen (minutes) before it
+    found the base missing. Every argument is checked first: no measuring server starts."""
+    def no_pool(tree, log):
+        raise AssertionError("a measuring server was started before the arguments were checked")
+
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["perf", "gate", "--history", str(tmp_path / "none"), *flags])
+    with pytest.raises(ValueError, match=re.escape(message)):
+        gate_command(args, pool_factory=no_pool)
+
+
+def test_base_is_resolved_to_its_commit():
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    assert resolve_commit("HEAD") == head
+    assert resolve_commit(head[:12]) == head

@@ -36,6 +36,18 @@ def base_checkout(rev: str) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+def resolve_commit(rev: str) -> str:
+    """The full hash of commit ``rev`` in this clone; a ValueError naming ``rev`` when git
+    finds no such commit (checked before anything is measured: issue 36)."""
+    done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                          cwd=ROOT, capture_output=True, text=True)
+    if done.returncode or not done.stdout.strip():
+        raise ValueError(f"--base {rev!r} is not a commit of this clone; give a commit hash, "
+                         "branch or tag it holds (git log --oneline), or fetch it first (a "
+                         "shallow clone lacks history: git fetch --unshallow)")
+    return done.stdout.strip()
+
+
 class BaseCannotMeasure(ValueError):
     """The base tree cannot measure a suspect's group (its library lacks something the
     measurement needs, or it builds none of the family's cases): the suspect is left
