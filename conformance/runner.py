@@ -15,6 +15,7 @@ from torch.export import Dim
 import torch_trt_ref
 from torch_trt_ref.accuracy import cast_floats, judge, tensors, to_float64
 from torch_trt_ref.capture import export_program
+from torch_trt_ref.runtime.profiles import last_profiles, optimization_profile
 from torch_trt_ref.settings import op_name
 
 from .case import Case, T, W
@@ -226,10 +227,20 @@ def compare(actual, expected, expected64, atol: float, rtol: float, where: str,
     assert verdict.passed, f"{where}: {verdict.message}"
 
 
-def run_cell(case: Case, dtype: torch.dtype, dynamic: bool, record: dict | None = None
-             ) -> None:
+def _profiles(lo: tuple[int, ...], opt: tuple[int, ...], hi: tuple[int, ...]) -> list[dict]:
+    """Two optimization profiles splitting a dynamic range at the traced size (the
+    "profiles" variant): [lo, size] with opt lo, and [size, hi] with opt size + 1 where
+    the range allows."""
+    mid = tuple(min(o + 1, c) for o, c in zip(opt, hi))
+    return [{"min": lo, "opt": lo, "max": opt}, {"min": opt, "opt": mid, "max": hi}]
+
+
+def run_cell(case: Case, dtype: torch.dtype, dynamic: bool, record: dict | None = None,
+             profiles: bool = False) -> None:
     """Raise AssertionError (or the compiler's error) when the cell does not pass. The
-    accuracy of the worst run (largest compiled/eager error ratio) goes to ``record``."""
+    accuracy of the worst run (largest compiled/eager error ratio) goes to ``record``.
+    ``profiles`` (with ``dynamic``): one engine with two optimization profiles
+    (``_profiles``), each pinned in turn and run at its opt, min and max shapes."""
     module = OneOp(case, dtype)
     specs, dyn_shapes = _inputs(case, dynamic)
     tensor_args = [a for _, a in case.tensor_args() if not isinstance(a, W)]
@@ -238,7 +249,9 @@ def run_cell(case: Case, dtype: torch.dtype, dynamic: bool, record: dict | None 
                                 for a, c in zip(lo, hi))
     ep = export_program(module, tuple(example), {}, (tuple(dyn_shapes),) if dynamic else None,
                         size_oblivious=oblivious)
-    inputs = [torch_trt_ref.Input(min_shape=lo, opt_shape=opt, max_shape=hi, dtype=x.dtype)
+    inputs = [torch_trt_ref.Input(profiles=_profiles(lo, opt, hi), dtype=x.dtype)
+              if profiles and lo != hi else
+              torch_trt_ref.Input(min_shape=lo, opt_shape=opt, max_shape=hi, dtype=x.dtype)
               for (opt, lo, hi), x in zip(specs, example)]
     compiled = torch_trt_ref.compile(ep, inputs, min_block_size=1, require_full_compilation=True,
                                      executor="reference", **case.settings)
@@ -249,11 +262,14 @@ def run_cell(case: Case, dtype: torch.dtype, dynamic: bool, record: dict | None 
         f"{op_name(case.target)} is not in the converted graph (converters used: "
         f"{sorted(used)}): a decomposition made this case vacuous")
     atol, rtol = case.tolerance(dtype)
-    shape_sets = [[s[0] for s in specs]]
-    if dynamic:
-        shape_sets = [[s[1] for s in specs], [s[0] for s in specs], [s[2] for s in specs]]
+    shape_sets = [(None, [s[0] for s in specs])]
+    if dynamic and not profiles:
+        shape_sets = [(None, [s[k] for s in specs]) for k in (1, 0, 2)]
+    if profiles:
+        shape_sets = [(p, [getattr(spec.profile(p), at) for spec in inputs])
+                      for p in range(2) for at in ("opt_shape", "min_shape", "max_shape")]
     record = {} if record is None else record
-    for k, shapes in enumerate(shape_sets):
+    for k, (profile, shapes) in enumerate(shape_sets):
         xs = example if not dynamic else [
             a.make(dtype, shape=s, seed=10 * k + i)
             for i, (a, s) in enumerate(zip(tensor_args, shapes))]
@@ -263,8 +279,14 @@ def run_cell(case: Case, dtype: torch.dtype, dynamic: bool, record: dict | None 
             expected64 = err
         run: dict = {}
         try:
-            compare(compiled(*xs), _eager(case, module, xs, dtype), expected64, atol, rtol,
-                    f"shapes {[tuple(x.shape) for x in xs]}", run)
+            with optimization_profile(compiled, "auto" if profile is None else profile):
+                got = compiled(*xs)
+            if profile is not None:
+                ran = set(last_profiles(compiled).values())
+                assert ran == {profile}, f"pinned profile {profile}, the engines ran {ran}"
+            compare(got, _eager(case, module, xs, dtype), expected64, atol, rtol,
+                    f"shapes {[tuple(x.shape) for x in xs]}"
+                    + ("" if profile is None else f" in profile {profile}"), run)
         finally:  # keep the worst run: a failing one, else the largest error ratio
             if run and (record.get("passed", True) or not record) and (
                     not run.get("passed", True) or run.get("ratio", 0.0) >= record.get(

@@ -1,4 +1,4 @@
-"""Engine build with the real TensorRT builder: optimization profile from the input specs,
+"""Engine build with the real TensorRT builder: optimization profiles from the input specs,
 serialized plan (streamed to disk, see ``engine_cache``) plus the metadata and network
 snapshot the runtime needs (``runtime.engine.Engine``, also importable from here: programs
 saved before it moved name it ``torch_trt_ref.build.Engine``). A cache hit with other weights
@@ -71,11 +71,13 @@ def build_engine(network: ConvertedNetwork, settings: CompilationSettings,
     config.builder_optimization_level = settings.optimization_level
     if settings.workspace_size:
         config.set_memory_pool_limit(trt.MemoryPoolType.WORKSPACE, settings.workspace_size)
-    if any(spec.is_dynamic for spec in network.inputs):
-        profile = builder.create_optimization_profile()
-        for spec in network.inputs:
-            profile.set_shape(spec.name, spec.min_shape, spec.opt_shape, spec.max_shape)
-        config.add_optimization_profile(profile)
+    count = max((len(spec.profiles) for spec in network.inputs), default=0)
+    if count or any(spec.is_dynamic for spec in network.inputs):
+        for k in range(max(count, 1)):  # one per Input(profiles=...) entry
+            profile = builder.create_optimization_profile()
+            for spec in network.inputs:
+                profile.set_shape(spec.name, *spec.profile_range(k))
+            config.add_optimization_profile(profile)
     start = time.perf_counter()
     with (phase or contextlib.nullcontext)("build"):
         if key:

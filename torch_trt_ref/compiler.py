@@ -54,7 +54,7 @@ from .partitioning.plan import plan_summary
 from .partitioning.random_ops import fixed_draws_warning, is_random
 from .partitioning.stitch import segment_name
 from .partitioning.upcast import upcast_missing_kernels
-from .ranges import symbol_ranges, traced_ranges
+from .ranges import profile_symbol_ranges, symbol_ranges, traced_ranges
 from .report import CompileReport, EngineRecord
 from .runtime.guard import InputDtypeGuard
 from .runtime.module import EngineModule, choose_executor
@@ -90,6 +90,7 @@ class CompileJob:
     device: torch.device
     executor: str
     ranges: dict[Any, Any] = field(default_factory=dict)
+    profile_ranges: tuple = ()  # symbol ranges per optimization profile (several only)
     cache: EngineCache | None = None
 
 
@@ -196,6 +197,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
     if settings.dryrun:
         return _dry_run(job, stitched, gm, result)
     job.ranges = symbol_ranges(gm, specs)
+    job.profile_ranges = profile_symbol_ranges(gm, specs)
     job.cache = (EngineCache(settings.engine_cache_path, settings.engine_cache_size)
                  if settings.cache_engines else None)
     n_trt = result.count(TENSORRT)
@@ -312,7 +314,8 @@ def _compile_segment(job: CompileJob, name: str, submodule: GraphModule):
     try:
         with report.phase("lowering"):  # Note [Engine-only rewrites after partitioning]
             lower_segment(submodule, settings)
-        specs = [spec_from_fake(n.name, n.meta["val"], ranges) for n in placeholders]
+        specs = [spec_from_fake(n.name, n.meta["val"], ranges, job.profile_ranges)
+                 for n in placeholders]
         with report.phase("conversion"), traced():
             network = Interpreter(submodule, specs, settings, registry).run()
         model_weights = {(layer, role): tensor

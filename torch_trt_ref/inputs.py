@@ -1,4 +1,5 @@
-"""``Input``: the shape (static or a min/opt/max range) and dtype of one model input."""
+"""``Input``: the shape (static, a min/opt/max range, or several ranges: one TensorRT
+optimization profile each) and dtype of one model input."""
 
 from __future__ import annotations
 
@@ -12,7 +13,11 @@ import torch
 class Input:
     """One model input. ``Input(shape=(1, 3, 224, 224))`` is static;
     ``Input(min_shape=..., opt_shape=..., max_shape=...)`` declares a range, which becomes
-    torch.export Dims and a TensorRT optimization profile."""
+    torch.export Dims and a TensorRT optimization profile. ``Input(profiles=[{"min": ...,
+    "opt": ..., "max": ...}, ...])`` (Torch-TensorRT 2.14's spelling) declares several
+    ranges: one engine with one optimization profile per entry (e.g. prefill and decode);
+    the graph is captured over their envelope and the runtime picks a profile per call
+    (``runtime.profiles``)."""
 
     shape: tuple[int, ...] | None = None
     min_shape: tuple[int, ...] | None = None
@@ -22,8 +27,19 @@ class Input:
     name: str | None = None
     low: float = 0.0
     high: float = 1.0
+    # ((min, opt, max), ...) per optimization profile; () for one range
+    profiles: tuple = ()
 
     def __post_init__(self):
+        if self.profiles:
+            if isinstance(self.profiles[0], tuple):  # normalized already (dataclasses.replace)
+                object.__setattr__(self, "min_shape", None)
+                object.__setattr__(self, "opt_shape", None)
+                object.__setattr__(self, "max_shape", None)
+                object.__setattr__(self, "profiles", tuple(
+                    {"min": a, "opt": b, "max": c} for a, b, c in self.profiles))
+            self._set_profiles()
+            return
         ranges = (self.min_shape, self.opt_shape, self.max_shape)
         if self.shape is not None:
             if any(r is not None for r in ranges):
@@ -51,6 +67,40 @@ class Input:
             object.__setattr__(self, "max_shape", hi)
         if any(d < 0 for d in self.opt_shape):
             raise ValueError(f"Input: negative dimension in {self.opt_shape}")
+
+    def _set_profiles(self) -> None:
+        """Normalize ``profiles`` to ((min, opt, max), ...) and set min/opt/max_shape to
+        their envelope (the range torch.export captures)."""
+        if any(r is not None for r in (self.shape, self.min_shape, self.opt_shape,
+                                       self.max_shape)):
+            raise ValueError("Input: give either profiles=[...] or shape / min_shape, "
+                             "opt_shape, max_shape, not both")
+        ranges = []
+        for k, entry in enumerate(self.profiles):
+            if not isinstance(entry, dict) or not {"min", "opt", "max"} <= set(entry):
+                raise ValueError(f"Input: profile {k} must be a dict with keys 'min', 'opt' "
+                                 f"and 'max' (shapes), got {entry!r}")
+            one = Input(min_shape=entry["min"], opt_shape=entry["opt"],
+                        max_shape=entry["max"], dtype=self.dtype)
+            ranges.append((one.min_shape, one.opt_shape, one.max_shape))
+        if len({len(r[0]) for r in ranges}) != 1:
+            raise ValueError(f"Input: the profiles' ranks differ: {[r[0] for r in ranges]}")
+        object.__setattr__(self, "profiles", tuple(ranges))
+        object.__setattr__(self, "min_shape", tuple(map(min, zip(*(r[0] for r in ranges)))))
+        object.__setattr__(self, "opt_shape", ranges[0][1])
+        object.__setattr__(self, "max_shape", tuple(map(max, zip(*(r[2] for r in ranges)))))
+
+    @property
+    def profile_count(self) -> int:
+        return len(self.profiles) or 1
+
+    def profile(self, index: int) -> "Input":
+        """This input as declared for optimization profile ``index`` (a single range)."""
+        if not self.profiles:
+            return self
+        lo, opt, hi = self.profiles[index]
+        return Input(min_shape=lo, opt_shape=opt, max_shape=hi, dtype=self.dtype,
+                     name=self.name, low=self.low, high=self.high)
 
     @classmethod
     def from_tensor(cls, tensor: torch.Tensor, name: str | None = None) -> "Input":
@@ -80,6 +130,9 @@ class Input:
         )
 
     def describe(self) -> str:
+        if self.profiles:
+            return "; ".join(f"profile {k}: " + self.profile(k).describe()
+                             for k in range(len(self.profiles)))
         if not self.is_dynamic:
             return f"{tuple(self.opt_shape)} {self.dtype}"
         return f"min={self.min_shape} opt={self.opt_shape} max={self.max_shape} {self.dtype}"

@@ -33,6 +33,22 @@ def symbol_ranges(gm: torch.fx.GraphModule, specs: Sequence[Input]) -> dict:
     return ranges
 
 
+def profile_symbol_ranges(gm: torch.fx.GraphModule, specs: Sequence[Input]) -> tuple:
+    """``symbol_ranges`` of each optimization profile when some input declares several
+    (``Input(profiles=...)``), else (). Inputs that declare several must agree on how many;
+    the others hold in every profile."""
+    counts = {spec.profile_count for spec in specs if spec.profiles}
+    if not counts:
+        return ()
+    if len(counts) > 1:
+        raise ValueError(
+            "Input(profiles=...): every input that declares profiles must declare the same "
+            f"number of them, got {sorted(counts)} "
+            f"({[spec.describe() for spec in specs if spec.profiles]})")
+    return tuple(symbol_ranges(gm, [spec.profile(k) for spec in specs])
+                 for k in range(counts.pop()))
+
+
 def dynamic_input_sizes(ep: ExportedProgram, specs: Sequence[Input]):
     """(input index, input name, spec, dim, traced size) of each declared-dynamic dim of the
     program's tensor inputs."""

@@ -189,6 +189,21 @@ def restrict(inputs: Sequence[Any], kwarg_inputs: dict[str, Any],
     values = list(inputs) + list(kwarg_inputs.values())
     for (i, d), (lo, hi) in box.items():
         spec = values[i]
+        if spec.profiles:  # each profile clamped to the box; those outside it dropped
+            kept = []
+            for p_lo, p_opt, p_hi in spec.profiles:
+                a, c = max(p_lo[d], lo), min(p_hi[d], hi)
+                if a <= c:
+                    kept.append({"min": p_lo[:d] + (a,) + p_lo[d + 1:],
+                                 "opt": p_opt[:d] + (min(max(p_opt[d], a), c),) + p_opt[d + 1:],
+                                 "max": p_hi[:d] + (c,) + p_hi[d + 1:]})
+            if len(kept) < len(spec.profiles):
+                warnings.warn(f"input {i}: {len(spec.profiles) - len(kept)} optimization "
+                              f"profile(s) lie outside sizes {lo}..{hi} of dim {d}, which this "
+                              "trace covers: the module compiled for them has fewer profiles",
+                              stacklevel=2)
+            values[i] = dataclasses.replace(spec, profiles=tuple(kept))
+            continue
         lows, opts, highs = (list(s) for s in (spec.min_shape, spec.opt_shape, spec.max_shape))
         lows[d], opts[d], highs[d] = lo, min(max(opts[d], lo), hi), hi
         values[i] = dataclasses.replace(spec, shape=None, min_shape=tuple(lows),

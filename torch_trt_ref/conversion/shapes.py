@@ -17,6 +17,9 @@ class TensorSpec:
     min_shape: tuple[int, ...]
     opt_shape: tuple[int, ...]
     max_shape: tuple[int, ...]
+    # ((min, opt, max), ...) per optimization profile when the compile declared several
+    # (Input(profiles=...)); min/opt/max_shape above are then their envelope
+    profiles: tuple = ()
 
     @property
     def is_dynamic(self) -> bool:
@@ -31,10 +34,20 @@ class TensorSpec:
         return len(shape) == len(self.min_shape) and all(
             a <= d <= c for d, a, c in zip(shape, self.min_shape, self.max_shape))
 
+    def profile_range(self, index: int) -> tuple[tuple[int, ...], ...]:
+        """(min, opt, max) of optimization profile ``index``."""
+        if not self.profiles:
+            return self.min_shape, self.opt_shape, self.max_shape
+        return self.profiles[index]
+
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "dtype": str(self.dtype).removeprefix("torch."),
-                "min": list(self.min_shape), "opt": list(self.opt_shape),
-                "max": list(self.max_shape)}
+        out = {"name": self.name, "dtype": str(self.dtype).removeprefix("torch."),
+               "min": list(self.min_shape), "opt": list(self.opt_shape),
+               "max": list(self.max_shape)}
+        if self.profiles:
+            out["profiles"] = [{"min": list(a), "opt": list(b), "max": list(c)}
+                               for a, b, c in self.profiles]
+        return out
 
 
 SymbolRanges = Mapping[sympy.Symbol, tuple[int, int, int]]
@@ -57,7 +70,13 @@ def dim_range(dim: Any, ranges: SymbolRanges) -> tuple[int, int, int]:
     return min(values), values[1], max(values)
 
 
-def spec_from_fake(name: str, fake: torch.Tensor, ranges: SymbolRanges) -> TensorSpec:
+def spec_from_fake(name: str, fake: torch.Tensor, ranges: SymbolRanges,
+                   profile_ranges: tuple[SymbolRanges, ...] = ()) -> TensorSpec:
+    """The spec of a tensor entering an engine; with ``profile_ranges`` (the symbol ranges
+    of each optimization profile) it also holds the tensor's range in each profile."""
     dims = [dim_range(d, ranges) for d in fake.shape]
+    profiles = tuple(
+        tuple(tuple(r[k] for r in (dim_range(d, one) for d in fake.shape)) for k in range(3))
+        for one in profile_ranges)
     return TensorSpec(name, fake.dtype, tuple(d[0] for d in dims), tuple(d[1] for d in dims),
-                      tuple(d[2] for d in dims))
+                      tuple(d[2] for d in dims), profiles)

@@ -50,6 +50,8 @@ class EngineHandle(CustomClassBase):
         self._trt = None  # the deserialized engine, made on the first TensorRT run
         self._reference = None  # the reference executor's prepared plan (replay.py)
         self.graph_settings = GraphSettings.default()  # Note [Graph settings]
+        self.profile: int | str = "auto"  # optimization profile: runtime.profiles
+        self.last_profile: int | None = None  # the profile of the latest call
 
     def __repr__(self) -> str:
         return f"EngineHandle({self.name}, executor={self.executor})"
@@ -72,26 +74,39 @@ class EngineHandle(CustomClassBase):
         if len(args) != len(engine.inputs):
             raise ValueError(f"{self.name}: the engine takes {len(engine.inputs)} inputs "
                              f"({[s.name for s in engine.inputs]}), got {len(args)}")
-        for spec, value in zip(engine.inputs, args):
-            if not spec.contains(tuple(value.shape)):
-                raise ValueError(
-                    f"{self.name}: input {spec.name} has shape {tuple(value.shape)}, outside "
-                    f"the compiled range min={spec.min_shape} max={spec.max_shape}; recompile "
-                    "with an Input(min_shape, opt_shape, max_shape) that covers it")
+        self.last_profile = engine.choose_profile([tuple(a.shape) for a in args],
+                                                  self.profile, self.name)
         named = {spec.name: value.to(spec.dtype) if value.dtype != spec.dtype else value
                  for spec, value in zip(engine.inputs, args)}
         if self.executor == "tensorrt":
             if self._trt is None:
                 self._trt = TensorRTExecutor(engine.runnable_plan(),
                                              engine.requires_output_allocator)
-            outputs = self._trt(named)
+            outputs = self._trt(named, self.last_profile)
         else:
             if self._reference is None:
                 self._reference = ReferenceRunner(engine.snapshot, self.name,
                                                   self.graph_settings)
             outputs = self._reference(named)
         self._check(outputs)
-        return _unaliased(outputs, args)
+        aliased = self._in_place(outputs, named)
+        return _unaliased(outputs, args, aliased)
+
+    def _in_place(self, outputs, named: dict[str, torch.Tensor]) -> set[int]:
+        """Indices of the outputs that are inputs written in place (``Engine.aliases``); an
+        executor that did not write the caller's tensor itself is an error, not a copy."""
+        aliases, found = self.engine.aliases, set()
+        for k, name in enumerate(self.engine.output_names):
+            if name in aliases:
+                source = named[aliases[name]]
+                if outputs[k].data_ptr() != source.data_ptr():
+                    raise RuntimeError(
+                        f"{self.name}: output {name} must share the memory of input "
+                        f"{aliases[name]} (an in-place KV-cache update), but the executor "
+                        "returned another tensor; pass the cache in the engine's dtype, "
+                        "contiguous, on the engine's device")
+                found.add(k)
+        return found
 
     def _check(self, outputs) -> None:
         """Outputs have the dtype, rank and static dims the fake implementation promises.
@@ -159,14 +174,19 @@ def runnable_executor(executor: str, name: str, engine: Engine,
     return "reference"
 
 
-def _unaliased(outputs: list[torch.Tensor], args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+def _unaliased(outputs: list[torch.Tensor], args: Sequence[torch.Tensor],
+               in_place: set[int] = frozenset()) -> list[torch.Tensor]:
     """A custom op's outputs may not alias its inputs or each other (a snapshot that passes
     an input through would): such outputs are copied. Aliasing is judged as torch's check
     does (``torch._library.utils.check_aliasing_constraint``): by storage object, empty
-    tensors included."""
+    tensors included. Outputs in ``in_place`` (inputs the engine writes, Engine.aliases)
+    are returned as they are: the caller's own tensors, updated."""
     seen = {t.untyped_storage()._cdata for t in args}
     out = []
-    for tensor in outputs:
+    for k, tensor in enumerate(outputs):
+        if k in in_place:
+            out.append(tensor)
+            continue
         if tensor.untyped_storage()._cdata in seen:
             tensor = tensor.clone()
         seen.add(tensor.untyped_storage()._cdata)

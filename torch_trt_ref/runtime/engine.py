@@ -67,6 +67,52 @@ class Engine:
             self.plan_current = False
 
     @property
+    def aliases(self) -> dict[str, str]:
+        """Output name -> the input whose memory it shares: each KV-cache update layer whose
+        output is an engine output writes its cache input in place (DESIGN D15)."""
+        inputs = {info.name for info in self.snapshot.inputs}
+        return {layer.outputs[0].name: layer.inputs[0] for layer in self.snapshot.layers
+                if layer.kind == "KV_CACHE_UPDATE" and layer.inputs[0] in inputs
+                and layer.outputs[0].name in self.snapshot.outputs}
+
+    @property
+    def profile_count(self) -> int:
+        """How many optimization profiles the engine was built with (Input(profiles=...))."""
+        return max((len(spec.profiles) for spec in self.inputs), default=0) or 1
+
+    def choose_profile(self, shapes: list[tuple[int, ...]], requested: int | str = "auto",
+                       name: str = "engine") -> int:
+        """The optimization profile that runs inputs of ``shapes``: ``requested`` (an index)
+        when its ranges hold them, or with "auto" the first profile whose ranges do; a
+        clear error naming the profiles otherwise."""
+        count = self.profile_count
+        if requested != "auto" and not (isinstance(requested, int) and 0 <= requested < count):
+            raise ValueError(f"{name}: optimization profile {requested!r} does not exist; the "
+                             f"engine has {count} (indices 0..{count - 1}) or 'auto'")
+        candidates = range(count) if requested == "auto" else [requested]
+        for k in candidates:
+            if all(_holds(spec.profile_range(k), shape)
+                   for spec, shape in zip(self.inputs, shapes)):
+                return k
+        if count == 1:
+            for spec, shape in zip(self.inputs, shapes):
+                if not spec.contains(shape):
+                    raise ValueError(
+                        f"{name}: input {spec.name} has shape {shape}, outside the compiled "
+                        f"range min={spec.min_shape} max={spec.max_shape}; recompile with an "
+                        "Input(min_shape, opt_shape, max_shape) that covers it")
+        described = "; ".join(
+            f"profile {k}: " + ", ".join(
+                f"{spec.name} min={spec.profile_range(k)[0]} max={spec.profile_range(k)[2]}"
+                for spec in self.inputs if spec.is_dynamic)
+            for k in candidates)
+        got = ", ".join(f"{spec.name}={shape}" for spec, shape in zip(self.inputs, shapes))
+        which = "any optimization profile" if requested == "auto" else f"profile {requested}"
+        raise ValueError(f"{name}: input shapes {got} are outside {which} ({described}); "
+                         "pick another profile (runtime.optimization_profile) or recompile "
+                         "with Input(profiles=[...]) covering them")
+
+    @property
     def nbytes(self) -> int:
         return self.plan_file.nbytes
 
@@ -76,4 +122,10 @@ class Engine:
                 "weight_bytes": self.snapshot.weight_bytes(),
                 "build_seconds": round(self.build_seconds, 3), "backend": self.backend,
                 "cache_hit": self.cache_hit, "cache_refit": self.cache_refit,
-                "refittable": self.refittable, "plan_current": self.plan_current}
+                "refittable": self.refittable, "plan_current": self.plan_current,
+                "profiles": self.profile_count, "aliases": self.aliases}
+
+
+def _holds(bounds: tuple[tuple[int, ...], ...], shape: tuple[int, ...]) -> bool:
+    lo, _, hi = bounds
+    return len(shape) == len(lo) and all(a <= d <= c for d, a, c in zip(shape, lo, hi))

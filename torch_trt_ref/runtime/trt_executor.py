@@ -63,8 +63,10 @@ class TensorRTExecutor:
                              if self.engine.get_tensor_mode(n) == trt.TensorIOMode.OUTPUT]
         self.allocator = _OutputAllocator() if output_allocator else None
 
-    def __call__(self, inputs: dict[str, torch.Tensor]) -> list[torch.Tensor]:
+    def __call__(self, inputs: dict[str, torch.Tensor], profile: int = 0) -> list[torch.Tensor]:
         ctx = self.context
+        if self.engine.num_optimization_profiles > 1 and ctx.active_optimization_profile != profile:
+            ctx.set_optimization_profile_async(profile, torch.cuda.current_stream().cuda_stream)
         keep = []
         for name in self.input_names:
             tensor = inputs[name].cuda().contiguous()
