@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
      "torch_trt_ref.memory", "torch_trt_ref.ownership", "torch_trt_ref.threads",
      "torch_trt_ref.errors",
      "torch_trt_ref.library_ops", "torch_trt_ref.missing_trt", "torch_trt_ref.work",
+     "torch_trt_ref.kv_cache_op",  # the static KV cache write op (torch only)
      "torch_trt_ref.quantization"),  # the quantizer ops and PTQ: torch only
     # 1: capture, arguments, the engine cache, and the conversion layer's base
     ("torch_trt_ref.capture", "torch_trt_ref.capture_errors", "torch_trt_ref.resized_inputs",
@@ -54,7 +55,8 @@ LAYERS: list[tuple[str, ...]] = [
     # 6: the orchestrator
     ("torch_trt_ref.compiler",),
     # 7: front ends over the compiler, and debugging tools
-    ("torch_trt_ref.dynamo_backend", "torch_trt_ref.debug", "torch_trt_ref.commands"),
+    ("torch_trt_ref.dynamo_backend", "torch_trt_ref.debug", "torch_trt_ref.commands",
+     "torch_trt_ref.llm"),
     # 8: the public API package (``$``: this module only, not the modules under it)
     ("torch_trt_ref$",),
     # 9: the harness

@@ -33,9 +33,8 @@ class Input:
     def __post_init__(self):
         if self.profiles:
             if isinstance(self.profiles[0], tuple):  # normalized already (dataclasses.replace)
-                object.__setattr__(self, "min_shape", None)
-                object.__setattr__(self, "opt_shape", None)
-                object.__setattr__(self, "max_shape", None)
+                for field in ("min_shape", "opt_shape", "max_shape"):
+                    object.__setattr__(self, field, None)
                 object.__setattr__(self, "profiles", tuple(
                     {"min": a, "opt": b, "max": c} for a, b, c in self.profiles))
             self._set_profiles()

@@ -202,7 +202,8 @@ def restrict(inputs: Sequence[Any], kwarg_inputs: dict[str, Any],
                               f"profile(s) lie outside sizes {lo}..{hi} of dim {d}, which this "
                               "trace covers: the module compiled for them has fewer profiles",
                               stacklevel=2)
-            values[i] = dataclasses.replace(spec, profiles=tuple(kept))
+            values[i] = Input(profiles=kept, dtype=spec.dtype, name=spec.name, low=spec.low,
+                              high=spec.high)
             continue
         lows, opts, highs = (list(s) for s in (spec.min_shape, spec.opt_shape, spec.max_shape))
         lows[d], opts[d], highs[d] = lo, min(max(opts[d], lo), hi), hi

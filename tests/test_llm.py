@@ -1,0 +1,107 @@
+"""``torch_trt_ref.llm``: a decoder over a static KV cache compiled into one engine with
+decode and prefill profiles; greedy generation equal, token for token, to transformers'
+own ``generate(do_sample=False, cache_implementation="static")`` (library-default
+attention, random weights from small configs); the cache is written in place (the caller's
+buffers, no cache-sized copy)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import transformers as tf
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import torch_trt_ref.llm as llm
+
+PROMPT, NEW = 8, 12
+SMALL = dict(vocab_size=97, max_position_embeddings=64)
+CONFIGS = {
+    "gpt2": lambda: tf.GPT2LMHeadModel(tf.GPT2Config(
+        n_layer=2, n_embd=32, n_head=2, vocab_size=97, n_positions=64)),
+    "llama": lambda: tf.LlamaForCausalLM(tf.LlamaConfig(
+        num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=4,
+        num_key_value_heads=2, **SMALL)),
+    "qwen3": lambda: tf.Qwen3ForCausalLM(tf.Qwen3Config(
+        num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, **SMALL)),
+    # sliding_window 4 < prompt: layer 0 is a sliding layer whose window the test crosses
+    "gemma3": lambda: tf.Gemma3ForCausalLM(tf.Gemma3TextConfig(
+        num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, sliding_window=4,
+        layer_types=["sliding_attention", "full_attention"], **SMALL)),
+}
+
+
+def _model(name):
+    torch.manual_seed(0)
+    return CONFIGS[name]().eval()
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+def test_greedy_equals_transformers_static_cache(name):
+    model = _model(name)
+    compiled = llm.compile(model, max_seq_len=PROMPT + NEW, max_prompt_len=PROMPT,
+                           executor="reference")
+    assert compiled.compile_report.counts == {"tensorrt": 1}
+    ids = torch.randint(3, 97, (1, PROMPT), generator=torch.Generator().manual_seed(1))
+    ours = llm.generate(compiled, ids, max_new_tokens=NEW, eos_token_id=None)
+    with torch.no_grad():
+        theirs = model.generate(ids, max_new_tokens=NEW, do_sample=False, eos_token_id=None,
+                                cache_implementation="static", pad_token_id=0)
+    assert ours.tolist() == theirs.tolist()
+
+
+class _Allocations(TorchDispatchMode):
+    """The shape of every tensor an op allocates (outputs sharing no input's storage)."""
+
+    def __init__(self):
+        super().__init__()
+        self.sizes: list[tuple[str, int]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        storages = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
+        for t in out if isinstance(out, (tuple, list)) else [out]:
+            if isinstance(t, torch.Tensor) and t.untyped_storage().data_ptr() not in storages:
+                self.sizes.append((str(func), tuple(t.shape)))
+        return out
+
+
+def test_cache_written_in_place_without_copy():
+    compiled = llm.compile(_model("llama"), max_seq_len=16, max_prompt_len=8,
+                           executor="reference")
+    report = compiled.compile_report.kv_cache
+    assert (report.in_place, report.layers, report.profiles) == (4, 2, 2)
+    cache = compiled.new_cache()
+    pointers = [t.data_ptr() for t in cache]
+    compiled.step(torch.tensor([[5, 6, 7]]), 0, cache)  # prefill: profile 1
+    with _Allocations() as seen:
+        compiled.step(torch.tensor([[8]]), 3, cache)  # decode: profile 0
+    assert [t.data_ptr() for t in cache] == pointers
+    assert all(bool(t[:, :, :4].abs().sum()) and not t[:, :, 4:].any() for t in cache)
+    big = [(op, shape) for op, shape in seen.sizes if shape == tuple(cache[0].shape)]
+    assert not big, f"cache-sized allocations in a decode step: {big}"
+
+
+def test_prefill_and_decode_profiles_and_limits():
+    compiled = llm.compile(_model("gpt2"), max_seq_len=12, max_prompt_len=6,
+                           executor="reference")
+    engine = next(m for m in compiled.module.modules() if hasattr(m, "handle"))
+    cache = compiled.new_cache()
+    compiled.step(torch.tensor([[1, 2, 3]]), 0, cache)
+    assert engine.handle.last_profile == 1
+    compiled.step(torch.tensor([[4]]), 3, cache)
+    assert engine.handle.last_profile == 0
+    with pytest.raises(ValueError, match="outside any optimization profile"):
+        compiled.step(torch.ones(1, 7, dtype=torch.long), 0, cache)
+    with pytest.raises(ValueError, match="max_seq_len=12"):
+        compiled.step(torch.tensor([[4]]), 12, cache)
+
+
+def test_sampling_with_seeded_generator_repeats():
+    compiled = llm.compile(_model("gpt2"), max_seq_len=12, max_prompt_len=4,
+                           executor="reference")
+    ids = torch.tensor([[1, 2, 3, 4]])
+    runs = [llm.generate(compiled, ids, max_new_tokens=6, do_sample=True, eos_token_id=None,
+                         generator=torch.Generator().manual_seed(7)) for _ in range(2)]
+    assert runs[0].tolist() == runs[1].tolist() and runs[0].shape == (1, 10)

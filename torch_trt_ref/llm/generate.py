@@ -1,0 +1,50 @@
+"""``generate(compiled, input_ids, max_new_tokens=...)``: prompt + new tokens, as transformers'
+``generate`` returns them: one prefill step over the prompt, then one decode step per token
+(greedy, or sampling from the softmax with a seeded ``generator``); it stops after an
+end-of-sequence token as transformers does for one sequence."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from .compiled import CompiledDecoder
+
+
+def generate(compiled: CompiledDecoder, input_ids: torch.Tensor, max_new_tokens: int = 20,
+             do_sample: bool = False, generator: torch.Generator | None = None,
+             temperature: float = 1.0, eos_token_id: int | None = -1,
+             on_token: Callable[[int], None] | None = None) -> torch.Tensor:
+    """``input_ids`` [1, prompt] -> [1, prompt + new] (int64). ``eos_token_id`` -1 means the
+    model's ``generation_config``/config value; None never stops early. ``on_token(i)`` is
+    called after each new token (a progress bar)."""
+    if input_ids.dim() != 2 or input_ids.shape[0] != 1:
+        raise ValueError(f"input_ids must be [1, prompt_len] (one sequence), got "
+                         f"{tuple(input_ids.shape)}")
+    prompt = input_ids.shape[1]
+    if prompt > compiled.max_prompt_len or prompt + max_new_tokens > compiled.max_seq_len + 1:
+        raise ValueError(f"a {prompt}-token prompt and {max_new_tokens} new tokens do not fit "
+                         f"max_prompt_len={compiled.max_prompt_len}, "
+                         f"max_seq_len={compiled.max_seq_len}")
+    if eos_token_id == -1:
+        eos_token_id = getattr(compiled.config, "eos_token_id", None)
+    stops = set(eos_token_id if isinstance(eos_token_id, (list, tuple)) else
+                [] if eos_token_id is None else [eos_token_id])
+    cache = compiled.new_cache(input_ids.device)
+    tokens = [input_ids]
+    logits = compiled.step(input_ids, 0, cache)
+    for i in range(max_new_tokens):
+        scores = logits.float()
+        if do_sample:
+            probs = torch.softmax(scores / temperature, dim=-1)
+            token = torch.multinomial(probs, 1, generator=generator)
+        else:
+            token = scores.argmax(-1, keepdim=True)
+        tokens.append(token.to(input_ids.dtype))
+        if on_token is not None:
+            on_token(i)
+        if int(token) in stops or i == max_new_tokens - 1:
+            break
+        logits = compiled.step(tokens[-1], prompt + i, cache)
+    return torch.cat(tokens, dim=1)
