@@ -86,7 +86,9 @@ def perf(session: nox.Session) -> None:
 
 @nox.session
 def perf_bench(session: nox.Session) -> None:
-    """pytest-benchmark suites, compared against perf-data/baselines."""
+    """pytest-benchmark suites: JSON in out/perf.json, each best time also as a ratio to the
+    calibration workload of the same run; no stored baseline, no verdict (the regression
+    gate is `nox -s perf`)."""
     _install(session)
     session.run("python", "-m", "perf.bench.run", *session.posargs)
 

@@ -253,7 +253,7 @@ def test_the_harness_layers_hold():
     """The harness's wings are ordered: the gate imports neither the studies, the benchmark
     suites nor the CLI, and zoo/conformance import nothing of perf."""
     for src, dst in [("perf.gate.rules", "perf.studies.peer_scale"),
-                     ("perf.gate.runner", "perf.bench.baseline"),
+                     ("perf.gate.runner", "perf.bench.ratios"),
                      ("perf.studies.phase_ab", "perf.bench.run"),
                      ("perf.bench.run", "perf.cli"), ("perf.gate.verdict", "perf.cli"),
                      ("zoo.harness", "perf.gate.store"), ("conformance.runner", "perf")]:

@@ -1,6 +1,6 @@
-"""Calibration workloads: fixed amounts of torch and pure-Python work. ``perf.bench.run`` divides
-every benchmark by one of them, so a baseline taken on a faster or busier machine still
-compares (the ratio, not the seconds, is tracked)."""
+"""Calibration workloads: fixed amounts of torch and pure-Python work. ``perf.bench.run``
+divides every benchmark of the same run by one of them (``perf.bench.ratios``), so numbers
+from one run read as multiples of a known workload."""
 
 from __future__ import annotations
 
