@@ -48,10 +48,11 @@ def as_inputs(values: Sequence[Any]) -> list[Input]:
 # The declared min/opt/max, not the traced size, make the optimization profile
 # (``ranges.symbol_ranges``); compiled dynamic modules are checked at min, opt and max in tests.
 
-def trace_shape(spec: Input) -> tuple[int, ...]:
-    """The example shape ``spec`` is traced at: opt, with every dynamic dim whose opt is 0
-    or 1 moved to the smallest in-range size >= 2 (Note [Tracing dynamic dims])."""
-    shape = list(spec.opt_shape)
+def trace_shape(spec: Input, at: str = "opt_shape") -> tuple[int, ...]:
+    """The example shape ``spec`` is traced at: opt (or ``at``: "max_shape", "min_shape"),
+    with every dynamic dim whose size there is 0 or 1 moved to the smallest in-range size
+    >= 2 (Note [Tracing dynamic dims])."""
+    shape = list(getattr(spec, at))
     for d in spec.dynamic_dims:
         if shape[d] < 2:
             shape[d] = min(max(2, spec.min_shape[d]), spec.max_shape[d])
@@ -124,39 +125,106 @@ def capture(model: torch.nn.Module | ExportedProgram, args: Sequence[Any],
     if dynamic is not None:
         names = params[: len(args)] + list(kwargs)
         dynamic = {n: dynamic.get(n) for n in names}
-    ex_args = example_args(args)
-    ex_kwargs = {k: (v.example(trace_shape(v)) if isinstance(v, Input) else v)
-                 for k, v in kwargs.items()}
     oblivious = any(s.min_shape[d] < 2 for s in specs.values() for d in s.dynamic_dims)
     with eval_mode(model), stack_traces(record_stack_traces):
+        ex_args, ex_kwargs = _examples(args, kwargs, "opt_shape")
         try:
-            return unwrite_resized_inputs(
-                export_program(model, ex_args, ex_kwargs, dynamic, oblivious))
-        except GuardOnDataDependentSymNode as err:  # bool(tensor), not tensor, if on values
-            raise ValueError(data_dependent_message(err)) from err
-        except IndexError as err:  # torch.export's guards of an input resized to another rank
-            why = resized_input_error(model, ex_args, ex_kwargs, params)
-            if why is None:
-                raise
-            raise ValueError(why) from err
-        except (torch._dynamo.exc.UserError, ValueError) as err:
-            forced = _forced_static(err, specs)
-            if not forced:
-                raise
-            lines = _specializing_lines(model, ex_args, ex_kwargs, dynamic, oblivious)
-            names = params[: len(args)] + list(kwargs)
-            traced = {**dict(zip(params, ex_args)), **ex_kwargs}
-            dims = [(names.index(n), d, int(traced[n].shape[d])) for n, d in forced]
-            raise DynamicShapeError(_describe_forced(forced, specs, lines), dims) from err
+            return _capture_at(model, args, kwargs, ex_args, ex_kwargs, dynamic, oblivious,
+                               specs, params)
+        except Exception as err:
+            if dynamic is None or _eager_error(model, ex_args, ex_kwargs) is None:
+                raise  # eager runs where export failed: the export error is the answer
+            at = _where_eager_runs(model, args, kwargs, err)
+        try:  # Note [Tracing where eager runs]
+            return _capture_at(model, args, kwargs, *_examples(args, kwargs, at), dynamic,
+                               oblivious, specs, params)
+        except DynamicShapeError as forced:
+            forced.traced_at = at
+            raise
+
+
+# Note [Tracing where eager runs]: a model is traced at its declared opt sizes (Note [Tracing
+# dynamic dims]); where eager itself raises there, so does export (``native_group_norm``
+# with N and HxW passed as the ints of one example runs only where x.numel() == N*C*HxW,
+# which Torch-TensorRT's own dynamic group norm tests declare at max only). Then the model
+# is traced at max, else at min, whichever eager runs at; size cover (size_cover.py) finds
+# the declared sizes where the traced graph does not hold and runs eager there. A dim the
+# model then fixes is compiled at that size alone when eager runs at no other (the module
+# raises elsewhere as eager does, and a warning names the dim and the line), where at a
+# declared opt that eager runs it is a DynamicShapeError: the opt contradicts no size eager
+# runs, so the declaration, not the range, is what the user must change. Where eager raises
+# at opt, max and min alike, the error says so, with eager's message.
+
+
+def _examples(args: Sequence[Any], kwargs: dict[str, Any], at: str) -> tuple[tuple, dict]:
+    """Example values for ``args``/``kwargs``: each Input at ``trace_shape(spec, at)``."""
+    return (tuple(v.example(trace_shape(v, at)) if isinstance(v, Input) else v for v in args),
+            {k: (v.example(trace_shape(v, at)) if isinstance(v, Input) else v)
+             for k, v in kwargs.items()})
+
+
+def _eager_error(model, args: tuple, kwargs: dict) -> str | None:
+    """None when eager runs ``model`` on these examples, else its error."""
+    try:
+        with torch.no_grad():
+            model(*args, **kwargs)
+    except Exception as err:  # noqa: BLE001  (what eager raises is the answer)
+        return f"{type(err).__name__}: {err}"
+    return None
+
+
+def _where_eager_runs(model, args, kwargs, err: Exception) -> str:
+    """"max_shape" or "min_shape", the first declared shape eager runs at (Note [Tracing
+    where eager runs]); else a ValueError with eager's error at opt."""
+    with torch.random.fork_rng(devices=[]):
+        for at in ("max_shape", "min_shape"):
+            torch.manual_seed(0)
+            if _eager_error(model, *_examples(args, kwargs, at)) is None:
+                return at
+        torch.manual_seed(0)
+        why = _eager_error(model, *_examples(args, kwargs, "opt_shape"))
+    shapes = "; ".join(f"input {i}: min {v.min_shape}, opt {v.opt_shape}, max {v.max_shape}"
+                       for i, v in enumerate([*args, *kwargs.values()]) if isinstance(v, Input))
+    raise ValueError(f"the model raises in eager at the declared opt, max and min shapes "
+                     f"({shapes}), so it cannot be traced there: {why}. Accepted: declare "
+                     f"shapes at which the model runs in eager (at least the opt shape)") from err
+
+
+def _capture_at(model, args, kwargs, ex_args, ex_kwargs, dynamic, oblivious, specs,
+                params) -> ExportedProgram:
+    """torch.export at the example values ``ex_args``/``ex_kwargs``, with its errors said in
+    the user's terms."""
+    try:
+        return unwrite_resized_inputs(
+            export_program(model, ex_args, ex_kwargs, dynamic, oblivious))
+    except GuardOnDataDependentSymNode as err:  # bool(tensor), not tensor, if on values
+        raise ValueError(data_dependent_message(err)) from err
+    except IndexError as err:  # torch.export's guards of an input resized to another rank
+        why = resized_input_error(model, ex_args, ex_kwargs, params)
+        if why is None:
+            raise
+        raise ValueError(why) from err
+    except (torch._dynamo.exc.UserError, ValueError) as err:
+        forced = _forced_static(err, specs)
+        if not forced:
+            raise
+        lines = _specializing_lines(model, ex_args, ex_kwargs, dynamic, oblivious)
+        names = params[: len(args)] + list(kwargs)
+        traced = {**dict(zip(params, ex_args)), **ex_kwargs}
+        dims = [(names.index(n), d, int(traced[n].shape[d])) for n, d in forced]
+        raise DynamicShapeError(_describe_forced(forced, specs, lines), dims) from err
 
 
 class DynamicShapeError(ValueError):
     """A dim declared dynamic that the model itself forces to one size. ``dims`` holds
-    (input index, dim, size it was traced at) of each such dim."""
+    (input index, dim, size it was traced at) of each such dim; ``traced_at`` the declared
+    shape the inputs were traced at ("opt_shape", or where eager raises there: Note
+    [Tracing where eager runs])."""
 
     def __init__(self, message: str, dims: Sequence[tuple[int, int, int]] = ()):
         super().__init__(message)
         self.dims = list(dims)
+        self.traced_at = "opt_shape"
 
 
 _SOURCE = re.compile(r"(?:L\['(\w+)'\]\.size\(\)|inputs\['(\w+)'\]\.shape)\[(\d+)\]")

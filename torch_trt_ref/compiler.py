@@ -59,9 +59,7 @@ from .report import CompileReport, EngineRecord
 from .runtime.guard import InputDtypeGuard
 from .runtime.module import EngineModule, choose_executor
 from .runtime.opaque import require_opaque_handles
-from .runtime.size_guard import SizeGuard
 from .settings import CompilationSettings, settings_json
-from .size_conditions import describe as describe_conditions
 from .size_conditions import size_conditions
 from .weights import WeightTracer, current_tracer, recording, traced
 
@@ -172,16 +170,13 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             ep = captured
         else:
             ep = capture(model, list(inputs), dict(kwarg_inputs), settings.record_stack_traces)
-            covered = None if isinstance(model, ExportedProgram) else traced_ranges(ep, specs)
-            if covered:
-                raise size_cover.Uncovered(covered, ep)
+            if not isinstance(model, ExportedProgram):  # Note [Sizes the trace does not cover]
+                covered, conditions = traced_ranges(ep, specs), size_conditions(ep, specs)
+                if covered or conditions:
+                    raise size_cover.Uncovered(covered, ep, conditions)
     job = CompileJob(model, inputs, kwarg_inputs, specs, settings, registry, report, device,
                      executor)
     say(f"captured in {report.phases['capture']:.2f}s")
-    conditions = [] if isinstance(model, ExportedProgram) else size_conditions(ep, specs)
-    if conditions:  # Note [Conditions over several sizes]
-        warnings.warn(f"the model's graph holds only where {describe_conditions(conditions)}; "
-                      f"the compiled module raises at other declared sizes", stacklevel=4)
     current_tracer().add_roots(ep.state_dict)  # refit's inputs (torch_trt_ref.weights)
     with report.phase("lowering"):
         gm = lower_program(ep, settings)
@@ -227,8 +222,6 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             engine.plan_current))
     if fixed_draws:
         warnings.warn(fixed_draws_warning(fixed_draws), stacklevel=4)
-    if conditions:
-        stitched.register_forward_pre_hook(SizeGuard(conditions), with_kwargs=True)
     stitched.compile_report = report
     stitched.partition_result = result
     with report.phase("weights"):

@@ -48,7 +48,8 @@ class CompileReport:
     # the sizes each compiled module runs, when the trace did not cover a declared range
     # (Note [Sizes the trace does not cover] in size_cover.py); this report is the first's
     size_branches: list[dict] = field(default_factory=list)
-    # declared sizes outside the traced range at which this module was checked against eager
+    # declared sizes outside the traced range, or where a condition of the trace fails
+    # (Note [Conditions over several sizes]), at which this module was checked against eager
     untraced_sizes: list[dict] = field(default_factory=list)
     # declared sizes where the model raises in eager, and so the compiled module: {sizes, error}
     raising_sizes: list[dict] = field(default_factory=list)

@@ -1,11 +1,15 @@
 """Conditions over several input sizes that a traced graph holds under (Note [Conditions over
-several sizes]): found at capture, checked by the compiled module at every call."""
+several sizes]): found at capture with the declared sizes where each fails, which size cover
+runs in eager and covers (size_cover.py)."""
 
 from __future__ import annotations
 
 import itertools
+import math
+from dataclasses import dataclass
 from typing import Sequence
 
+import numpy as np
 import sympy
 import torch
 from torch.export import ExportedProgram
@@ -15,22 +19,51 @@ from .inputs import Input
 from .ranges import dynamic_input_sizes
 
 # Note [Conditions over several sizes]: a model line can tie several declared-dynamic sizes
-# together: ``native_group_norm(x, w, b, N=5, C=4, HxW=16, ...)`` with N and HxW taken from
-# one example holds only where x.numel() == 5*4*16, and eager raises at every other size.
-# Export guards that (``Eq(4*s0*s1, 320)``) without narrowing any one dim's range (so
-# ``ranges.traced_ranges`` cannot see it), and under size-oblivious tracing it does not
-# even refuse the declared range: the compiled module ran at every declared size, where
-# lowering's decomposition failed (``shape '[5, 1, 4, 4]' is invalid for input of size
-# 4*s53*s77``) or the converter returned numbers eager never gives. Each guard over two or
-# more input sizes that fails somewhere in the declared box (at a corner or at opt) becomes
-# a check of the compiled module (``runtime.size_guard.SizeGuard``): it raises at sizes where
-# the traced graph does not hold, as eager raises or takes another path there, and compile
-# warns naming the condition.
+# together. ``native_group_norm(x, w, b, N=5, C=4, HxW=4, ...)`` with N and HxW taken from
+# one example holds only where x.numel() == 5*4*4, and eager raises at every other size;
+# export guards that (``Eq(4*s0*s1, 80)``) without narrowing any one dim's range (so
+# ``ranges.traced_ranges`` cannot see it). A 3-d convolution traced size-oblivious is
+# guarded by ``(s2*s3*s4) != 1``: at spatial size 1x1x1 torch takes another path, and eager
+# runs there. Each guard over two or more input sizes is evaluated over the grid of the
+# declared ranges of its sizes (at most ``MAX_GRID`` points; past that at the corners and
+# opt only, and the points where it fails are not listed); size cover then runs eager at
+# each point where it fails: where eager raises, the compiled module raises as eager does;
+# where eager runs, the module traced under the condition is checked there against eager,
+# or the point is compiled on its own (Note [Sizes the trace does not cover] in
+# size_cover.py). Before that, the compiled module refused every such size (issue 36).
+
+# The most grid points a condition is evaluated at to list the sizes where it fails.
+MAX_GRID = 1 << 20
+# What a condition's code may call (PythonPrinter prints sympy's Max as ``max(...)``).
+NAMES = {"__builtins__": {}, "math": math, "max": max, "min": min, "abs": abs}
 
 
-def size_conditions(ep: ExportedProgram, specs: Sequence[Input]) -> list[tuple[str, dict]]:
-    """(Python condition, {symbol: (input index, input name, dim)}) for each guard over two or
-    more declared-dynamic input dims that is false somewhere in the declared ranges."""
+def holds(code, values: dict[str, int]) -> bool:
+    """Whether a condition's ``code`` (a string or compiled) is true at the sizes
+    ``values`` ({symbol: size})."""
+    return bool(eval(code, dict(NAMES), values))  # noqa: S307  (our own printed sympy)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A guard over several declared-dynamic input sizes: ``code`` is a Python expression
+    over ``sizes``' symbols ({symbol: (input index, input name, dim)}; see
+    ``holds``). ``failing``: the declared sizes (one tuple per point, in
+    ``sizes``' order) where it is false; None when the grid was too large to list them."""
+
+    code: str
+    sizes: dict
+    failing: tuple[tuple[int, ...], ...] | None
+
+    @property
+    def dims(self) -> list[tuple[int, int]]:
+        """(input index, dim) of each symbol, in ``sizes``' order."""
+        return [(i, d) for i, _, d in self.sizes.values()]
+
+
+def size_conditions(ep: ExportedProgram, specs: Sequence[Input]) -> list[Condition]:
+    """Each guard over two or more declared-dynamic input dims that is false somewhere in
+    the declared ranges."""
     where, ranges, env = {}, {}, None
     for i, name, spec, d, size in dynamic_input_sizes(ep, specs):
         if isinstance(size, torch.SymInt) and isinstance(size.node.expr, sympy.Symbol):
@@ -45,16 +78,42 @@ def size_conditions(ep: ExportedProgram, specs: Sequence[Input]) -> list[tuple[s
         symbols = sorted(guard.expr.free_symbols, key=str)
         if len(symbols) < 2 or not set(symbols) <= where.keys():
             continue
-        corners = itertools.product(*[(ranges[s][0], ranges[s][2]) for s in symbols])
-        points = [*corners, tuple(ranges[s][1] for s in symbols)]
-        if any(guard.expr.subs(dict(zip(symbols, p))) in (sympy.false, False) for p in points):
-            found.append((PythonPrinter().doprint(guard.expr),
-                          {str(s): where[s] for s in symbols}))
+        code = PythonPrinter().doprint(guard.expr)
+        failing = _failing(code, [str(s) for s in symbols], [ranges[s] for s in symbols])
+        if failing is None:  # too many points to list: is it false at a corner or at opt?
+            corners = itertools.product(*[(ranges[s][0], ranges[s][2]) for s in symbols])
+            points = [*corners, tuple(ranges[s][1] for s in symbols)]
+            if not any(guard.expr.subs(dict(zip(symbols, p))) in (sympy.false, False)
+                       for p in points):
+                continue
+        elif not failing:
+            continue
+        found.append(Condition(code, {str(s): where[s] for s in symbols}, failing))
     return found
 
 
-def describe(conditions: list[tuple[str, dict]]) -> str:
+def _failing(code: str, names: list[str], ranges: list[tuple[int, int, int]]):
+    """The points of the grid of ``ranges`` ((min, opt, max) per symbol) where ``code`` is
+    false, in lexicographic order; None when the grid has more than MAX_GRID points."""
+    axes = [np.arange(lo, hi + 1) for lo, _, hi in ranges]
+    if math.prod(len(a) for a in axes) > MAX_GRID:
+        return None
+    grids = np.meshgrid(*axes, indexing="ij")
+    compiled = compile(code, "<size condition>", "eval")
+    try:  # arithmetic and comparisons broadcast over numpy arrays
+        held = np.broadcast_to(np.asarray(eval(compiled, dict(NAMES),  # noqa: S307
+                                               dict(zip(names, grids))), dtype=bool),
+                               grids[0].shape)
+    except (TypeError, ValueError):  # ``and``, ``max``...: one point at a time
+        held = np.empty(grids[0].shape, dtype=bool)
+        for index in np.ndindex(*held.shape):
+            values = {n: int(g[index]) for n, g in zip(names, grids)}
+            held[index] = holds(compiled, values)
+    return tuple(tuple(int(g[index]) for g in grids) for index in zip(*np.nonzero(~held)))
+
+
+def describe(conditions: list[Condition]) -> str:
     return "; ".join(
-        f"{code} with " + ", ".join(f"{s} = input {name!r} dim {d}"
-                                    for s, (_, name, d) in sizes.items())
-        for code, sizes in conditions)
+        f"{c.code} with " + ", ".join(f"{s} = input {name!r} dim {d}"
+                                      for s, (_, name, d) in c.sizes.items())
+        for c in conditions)

@@ -15,6 +15,8 @@ from .accuracy import judge, to_float64
 from .capture import DynamicShapeError, as_inputs, eval_mode
 from .inputs import Input
 from .runtime.by_size import Box, BySize
+from .size_conditions import Condition
+from .size_conditions import describe as describe_conditions
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +42,11 @@ log = logging.getLogger(__name__)
 # result (``BySize``) runs the module whose sizes hold the input's. A random-input check
 # cannot see a branch whose effect no random input shows; such a model should declare its
 # ranges to match its branches. A dim whose only size eager runs is the traced one is a
-# DynamicShapeError, as export says (the model fixes that size).
+# DynamicShapeError, as export says (the model fixes that size), unless eager raises at the
+# declared opt (Note [Tracing where eager runs] in capture.py). The declared sizes where a
+# condition over several sizes fails (Note [Conditions over several sizes]) are untraced
+# sizes too: run in eager (``off_conditions``, at most MAX_PROBED per condition), checked or
+# compiled per box of sizes, the traced module guarded by its conditions (``BySize.guards``).
 
 # At most this many untraced sizes of one dim are checked against the module compiled for
 # the whole range; more are compiled per run of sizes. Common: the one size 1 (``size > 1``).
@@ -52,11 +58,12 @@ MAX_PROBED = 64
 
 class Uncovered(Exception):
     """Raised by a compile whose traced graph holds for ``covered``, part of the declared
-    ranges ((input index, dim) -> (lo, hi)); ``program`` is what it captured."""
+    ranges ((input index, dim) -> (lo, hi)), and where ``conditions`` over several sizes
+    hold (size_conditions.Condition); ``program`` is what it captured."""
 
-    def __init__(self, covered: Box, program):
+    def __init__(self, covered: Box, program, conditions: Sequence[Condition] = ()):
         super().__init__(str(covered))
-        self.covered, self.program = covered, program
+        self.covered, self.program, self.conditions = covered, program, list(conditions)
 
 
 def compile_covering(compile_traced: Callable, model, inputs: Sequence[Any],
@@ -65,40 +72,57 @@ def compile_covering(compile_traced: Callable, model, inputs: Sequence[Any],
     ``Uncovered`` (or DynamicShapeError with its ``dims``), made to cover every declared size
     at which eager runs: one module (built from the program already captured) checked
     against eager at the untraced sizes, else ``BySize``; both raise where eager raises."""
-    static = None
+    static, conditions = None, []
     try:
         return compile_traced(model, inputs, kwarg_inputs)
     except Uncovered as uncovered:
         covered, program = uncovered.covered, uncovered.program
+        conditions = uncovered.conditions
     except DynamicShapeError as err:  # the trace covers one size of these dims
         covered, program, static = {(i, d): (size, size) for i, d, size in err.dims}, None, err
         if not covered:
             raise
     sizes, raises = untraced(model, inputs, kwarg_inputs, covered)
-    if static is not None and not any(sizes.values()):
+    points, off_raises, unprobed = off_conditions(model, inputs, kwarg_inputs, covered,
+                                                  conditions)
+    raises += off_raises
+    if static is not None and not any(sizes.values()) and static.traced_at == "opt_shape":
         raise static  # eager runs at no other size: the model really forces the size
     if raises:
         fixed = "" if static is None else f" Export says: {static}"
         warnings.warn(f"the model raises in eager at declared sizes {describe(raises)} "
                       f"({raises[0][1]}); the compiled module raises there too.{fixed}",
                       stacklevel=3)
-    if program is not None and all(len(v) <= MAX_CHECKED for v in sizes.values()):
+    if unprobed:
+        warnings.warn(f"the model's graph holds only where {describe_conditions(unprobed)}, "
+                      f"which fails at more declared sizes than are run in eager "
+                      f"({MAX_PROBED}); the compiled module raises at those sizes",
+                      stacklevel=3)
+    guards = [(c.code, c.sizes) for c in unprobed]
+    if (program is not None and all(len(v) <= MAX_CHECKED for v in sizes.values())
+            and len(points) <= MAX_CHECKED and not (guards and points)):
         # one module for every size eager runs, if it is right at the untraced ones
         hull = {dim: (min([lo, *sizes[dim]]), max([hi, *sizes[dim]]))
                 for dim, (lo, hi) in covered.items()}
         whole_inputs = restrict(inputs, kwarg_inputs, hull)
         whole = compile_traced(model, *whole_inputs, captured=program)
-        checks = [{dim: (v, v)} for dim, values in sizes.items() for v in values]
-        why = disagreement(model, whole, *whole_inputs, checks)
+        checks = [{dim: (v, v)} for dim, values in sizes.items() for v in values] + points
+        why = disagreement(model, whole, *whole_inputs, checks) if checks else None
         if why is None:
             whole.compile_report.untraced_sizes = describe(checks)
-            return _raising([({}, whole)], inputs, kwarg_inputs, raises)
+            return _raising([({}, whole)], inputs, kwarg_inputs, raises, [guards])
         log.info("compiling per size: the graph traced for %s is wrong elsewhere: %s",
                  covered, why)
     boxes = [dict(covered)] + [{dim: run} for dim, values in sizes.items()
-                               for run in _runs(values)]
+                               for run in _runs(values)] + _merged(points)
+    traced = None
+    if program is not None and conditions:  # the trace, where its conditions hold
+        traced = compile_traced(model, *restrict(inputs, kwarg_inputs, covered),
+                                captured=program)
+        guards = [(c.code, c.sizes) for c in conditions]
     try:
-        return _by_size(compile_traced, model, inputs, kwarg_inputs, boxes, raises)
+        return _by_size(compile_traced, model, inputs, kwarg_inputs, boxes, raises, traced,
+                        guards)
     except Exception as branch_err:
         if static is None:
             raise
@@ -106,26 +130,31 @@ def compile_covering(compile_traced: Callable, model, inputs: Sequence[Any],
 
 
 def _by_size(compile_traced, model, inputs, kwarg_inputs, boxes: list[Box],
-             raises: list[tuple[Box, str]]):
-    branches = []
-    for box in boxes:
+             raises: list[tuple[Box, str]], traced=None, guards=()):
+    """One module per box, the first ``traced`` when given (guarded by ``guards``)."""
+    branches = [] if traced is None else [(boxes[0], traced)]
+    for box in boxes[len(branches):]:
         box_inputs, box_kwargs = restrict(inputs, kwarg_inputs, box)
         branches.append((box, compile_covering(compile_traced, model, box_inputs, box_kwargs)))
     report = branches[0][1].compile_report
     report.size_branches = [{"sizes": sizes, "counts": module.compile_report.counts}
                             for sizes, (_, module) in zip(describe(boxes), branches)]
-    return _raising(branches, inputs, kwarg_inputs, raises)
+    if guards:
+        report.size_branches[0]["where"] = [code for code, _ in guards]
+    return _raising(branches, inputs, kwarg_inputs, raises, [list(guards)])
 
 
-def _raising(branches, inputs, kwarg_inputs, raises: list[tuple[Box, str]]):
-    """The one module of ``branches`` when eager raises nowhere, else a ``BySize`` that
-    raises eager's error at the ``raises`` sizes."""
-    if len(branches) == 1 and not raises:
+def _raising(branches, inputs, kwarg_inputs, raises: list[tuple[Box, str]], guards=None):
+    """The one module of ``branches`` when eager raises nowhere and no branch is guarded,
+    else a ``BySize`` that raises eager's error at the ``raises`` sizes. ``guards``: the
+    conditions each branch runs under (missing: none)."""
+    guards = list(guards or []) + [[] for _ in range(len(branches) - len(guards or []))]
+    if len(branches) == 1 and not raises and not guards[0]:
         return branches[0][1]
     report = branches[0][1].compile_report  # (a nested BySize's sizes are kept)
     report.raising_sizes = report.raising_sizes + [
         {"sizes": sizes, "error": why} for sizes, (_, why) in zip(describe(raises), raises)]
-    return BySize(branches, list(range(len(inputs))) + list(kwarg_inputs), raises)
+    return BySize(branches, list(range(len(inputs))) + list(kwarg_inputs), raises, guards)
 
 
 def describe(boxes: list) -> list[dict]:
@@ -166,15 +195,73 @@ def untraced(model, inputs, kwarg_inputs, covered: Box):
     return sizes, raises
 
 
+def off_conditions(model, inputs, kwarg_inputs, covered: Box,
+                   conditions: Sequence[Condition]):
+    """The declared sizes inside ``covered`` where a condition of the trace fails (Note
+    [Conditions over several sizes]), run in eager: single-size boxes where eager runs,
+    (box, eager's error) where it raises, and the conditions that fail at sizes not run
+    (more than MAX_PROBED, or too many to list)."""
+    runs, raises, unprobed, seen = [], [], [], set()
+    for condition in conditions:
+        dims = condition.dims
+        inside = None if condition.failing is None else [
+            p for p in condition.failing
+            if all(covered.get(dim, (v, v))[0] <= v <= covered.get(dim, (v, v))[1]
+                   for dim, v in zip(dims, p))]
+        if inside is None or len(inside) > MAX_PROBED:
+            unprobed.append(condition)
+        for point in (inside or [])[:MAX_PROBED]:
+            box = dict(zip(dims, ((v, v) for v in point)))
+            if tuple(sorted(box.items())) in seen:
+                continue
+            seen.add(tuple(sorted(box.items())))
+            why = eager_error(model, inputs, kwarg_inputs, box)
+            if why is None:
+                runs.append(box)
+            else:
+                raises.append((box, why))
+    return runs, _merged_raises(raises), unprobed
+
+
+def _merged(boxes: list[Box]) -> list[Box]:
+    """Single-size boxes merged where they differ only in their last dim by consecutive
+    sizes (fewer modules to compile)."""
+    merged: list[Box] = []
+    for box in sorted(boxes, key=lambda b: (list(b), list(b.values()))):
+        last = list(box)[-1]
+        if merged and list(merged[-1]) == list(box) and all(
+                merged[-1][d] == box[d] for d in box if d != last) \
+                and merged[-1][last][1] == box[last][0] - 1:
+            merged[-1] = {**merged[-1], last: (merged[-1][last][0], box[last][1])}
+        else:
+            merged.append(dict(box))
+    return merged
+
+
+def _merged_raises(raises: list[tuple[Box, str]]) -> list[tuple[Box, str]]:
+    """(box, error) pairs with their boxes merged as ``_merged`` does (the first error)."""
+    why = {tuple(sorted(box.items())): error for box, error in raises}
+    out = []
+    for box in _merged([box for box, _ in raises]):
+        first = {d: (lo, lo) for d, (lo, _) in box.items()}
+        out.append((box, why[tuple(sorted(first.items()))]))
+    return out
+
+
 def eager_error(model, inputs, kwarg_inputs, box: Box) -> str | None:
     """None when eager runs ``model`` at ``box``'s sizes with the other dims at opt, min or
     max (random inputs); else the error it raised with them at opt."""
-    errors = []
+    errors, tried = [], []
     for at in ("opt_shape", "min_shape", "max_shape"):
         with torch.random.fork_rng(devices=[]), torch.no_grad(), eval_mode(model):
             torch.manual_seed(0)
             try:
                 args, kwargs = _examples(inputs, kwarg_inputs, box, at)
+                shapes = [tuple(v.shape) for v in [*args, *kwargs.values()]
+                          if isinstance(v, torch.Tensor)]
+                if shapes in tried:  # (static other dims: the same shapes again)
+                    continue
+                tried.append(shapes)
                 model(*args, **kwargs)
                 return None
             except Exception as err:  # noqa: BLE001  (what eager raises is the answer)

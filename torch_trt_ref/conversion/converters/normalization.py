@@ -194,19 +194,22 @@ def _group_norm_validator(node, settings) -> Optional[str]:
 @converter(aten.native_group_norm.default, validator=_group_norm_validator, dynamic=True,
            constants=("weight", "bias"))
 def group_norm(ctx, input, weight, bias, N, C, HxW, group, eps):
-    """Normalize (N, G, C/G * spatial) over its last dim, then the per-channel affine."""
-    rank, dtype = len(input.shape), helpers.dtype_of(input)
-    # the group size by value, not -1: TensorRT cannot infer -1 of an empty input (N = 0)
-    size = D.dim_op(ctx, "mul", C // group, HxW)
-    grouped = helpers.reshape(ctx, input, [helpers.dim_size(ctx, input, 0), group, size])
-    ones = helpers.itensor(ctx, torch.ones((1, 1, 1), dtype=dtype))
-    zeros = helpers.itensor(ctx, torch.zeros((1, 1, 1), dtype=dtype))
-    out = reshape_like(ctx, _normalize(ctx, grouped, ones, zeros, 1 << 2, eps), input)
+    """Normalize the input viewed as (N, G, C/G, HxW) over its last two dims, then the
+    per-channel affine on that view. The view is eager's: native_group_norm reads its input
+    as (N, C, HxW) in memory order, whatever the input's shape (Note [Conditions over
+    several sizes]: N and HxW may be the ints of another example of the same numel)."""
+    dtype = helpers.dtype_of(input)
+    # sizes by value, not -1: TensorRT cannot infer -1 of an empty input (N = 0)
+    grouped = helpers.reshape(ctx, input, [N, group, C // group, HxW])
+    ones = helpers.itensor(ctx, torch.ones((1, 1, 1, 1), dtype=dtype))
+    zeros = helpers.itensor(ctx, torch.zeros((1, 1, 1, 1), dtype=dtype))
+    axes = (1 << 2) | (1 << 3)
+    out = _normalize(ctx, grouped, ones, zeros, axes, eps)
     for op, value in ((EW.PROD, weight), (EW.SUM, bias)):
         if value is not None:
-            out = helpers.elementwise(ctx, op, out, channel_itensor(ctx, value, rank, dtype),
-                                      dtype)
+            channels = _affine_operand(ctx, value, 0.0, [1, group, C // group, 1], dtype)
+            out = helpers.elementwise(ctx, op, out, channels, dtype)
+    out = reshape_like(ctx, out, input)
     if not extra_outputs_used(ctx.node):
         return out, None, None
-    return (out, *_statistics(ctx, grouped, 1 << 2, eps, False, _stat_dtypes(ctx)))
-
+    return (out, *_statistics(ctx, grouped, axes, eps, False, _stat_dtypes(ctx)))
