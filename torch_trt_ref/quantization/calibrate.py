@@ -1,6 +1,8 @@
 """Calibrators: collect what a quantizer sees over the calibration batches and pick its
 ``amax``: max, percentile (of a histogram of |x|) or entropy (TensorRT's KL-divergence
-search over the same histogram)."""
+search over the same histogram). Each counts the non-finite values (NaN, inf) it saw in
+``nonfinite``: the max of such a batch is not finite (``quantize`` raises), the histograms
+leave them out (``quantize`` warns)."""
 
 from __future__ import annotations
 
@@ -14,10 +16,11 @@ class MaxCalibrator:
     """amax = the largest |x| seen; per-channel along ``axis`` (reduced over the others)."""
 
     def __init__(self, axis: int | None = None):
-        self.axis, self.amax = axis, None
+        self.axis, self.amax, self.nonfinite = axis, None, 0
 
     def collect(self, x: torch.Tensor) -> None:
         a = x.detach().abs().float()
+        self.nonfinite += nonfinite(a)
         if self.axis is None:
             m = a.amax() if a.numel() else torch.zeros(())
         else:
@@ -36,10 +39,14 @@ class HistogramCalibrator:
 
     def __init__(self, algorithm: str, percentile: float = 99.99, levels: int = 128):
         self.algorithm, self.percentile, self.levels = algorithm, percentile, levels
-        self.hist, self.width = None, None
+        self.hist, self.width, self.nonfinite = None, None, 0
 
     def collect(self, x: torch.Tensor) -> None:
         a = x.detach().abs().float().flatten()
+        bad = nonfinite(a)
+        if bad:  # left out of the histogram, counted
+            self.nonfinite += bad
+            a = a[a.isfinite()]
         if not a.numel():
             return
         top = float(a.max())
@@ -59,6 +66,11 @@ class HistogramCalibrator:
             index = int(torch.searchsorted(cdf, self.percentile / 100.0).clamp(max=len(cdf) - 1))
             return torch.tensor((index + 1) * self.width)
         return torch.tensor(entropy_threshold(self.hist, self.levels) * self.width)
+
+
+def nonfinite(a: torch.Tensor) -> int:
+    """How many elements of ``a`` are NaN or infinite."""
+    return 0 if bool(a.isfinite().all()) else int((~a.isfinite()).sum())
 
 
 def _kl(p: torch.Tensor, q: torch.Tensor) -> float:
@@ -87,8 +99,9 @@ def entropy_threshold(hist: torch.Tensor, levels: int = 128, stride: int = 16) -
     return best_i
 
 
-def make(algorithm: str, axis: int | None, percentile: float):
-    """The calibrator for an activation quantizer (``algorithm``) or a weight one (max)."""
-    if algorithm == "max" or axis is not None:
+def make(algorithm: str, axis: int | None, percentile: float, weight: bool = False):
+    """The calibrator for an activation quantizer (``algorithm``) or a weight one (max, per
+    tensor too: a weight's amax is its max whatever the activations' algorithm)."""
+    if algorithm == "max" or axis is not None or weight:
         return MaxCalibrator(axis)
     return HistogramCalibrator(algorithm, percentile)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import sys
 import time
+import warnings
 from typing import Any, Iterable
 
 import torch
@@ -151,6 +152,63 @@ def quantizers(model: nn.Module) -> dict[str, TensorQuantizer]:
     return {n: m for n, m in model.named_modules() if isinstance(m, TensorQuantizer)}
 
 
+def _site(name: str) -> str:
+    """A quantizer's module name for a user: "layer 'fc', input quantizer"."""
+    layer, _, quantizer = name.rpartition(".")
+    if layer == "attention_quantizers" or layer.endswith(".attention_quantizers"):
+        layer, quantizer = layer.rpartition(".")[0], f"attention quantizer {quantizer}"
+    else:
+        quantizer = quantizer.replace("_", " ")
+    return f"layer {layer or '(the model)'!r}, {quantizer}"
+
+
+def _check_weights(model: nn.Module, names: list[str]) -> None:
+    """A weight with NaN or inf has no finite amax: a ValueError naming the parameter."""
+    for name in names:
+        weight = model.get_submodule(name).weight.detach()
+        bad = calibrate.nonfinite(weight)
+        if bad:
+            raise ValueError(
+                f"quantize: parameter {name}.weight holds {bad} non-finite values (NaN/inf) "
+                f"of {weight.numel()}, so its weight quantizer has no finite amax; fix the "
+                f"weights, or keep the layer in full precision with skip=[{name!r}]")
+
+
+def _check_batch(found: dict[str, TensorQuantizer], seen: dict[str, int], index: int,
+                 left_out: dict[str, list[int]]) -> None:
+    """After calibration batch ``index``: a max calibrator that saw NaN or inf (its amax is
+    not finite) is a ValueError naming the quantizer and the batch; a histogram calibrator's
+    non-finite values were left out, recorded in ``left_out`` for one warning."""
+    for name, q in found.items():
+        new = q.calibrator.nonfinite - seen[name]
+        if not new:
+            continue
+        if isinstance(q.calibrator, calibrate.MaxCalibrator):
+            raise ValueError(
+                f"quantize: {_site(name)}: calibration batch {index} (counting from 0) holds "
+                f"{new} non-finite values (NaN/inf), so its amax would not be finite; fix or "
+                "drop that batch, or calibrate with algorithm='percentile' or 'entropy', "
+                "which leave non-finite values out")
+        left_out.setdefault(name, []).append(index)
+
+
+def _warn_left_out(found: dict[str, TensorQuantizer], left_out: dict[str, list[int]],
+                   algorithm: str) -> None:
+    """One warning counting the non-finite values the histograms left out; a ValueError
+    for a quantizer that saw no finite value at all."""
+    if not left_out:
+        return
+    for name in left_out:
+        if found[name].calibrator.hist is None:
+            raise ValueError(f"quantize: {_site(name)}: every calibration value it saw was "
+                             f"non-finite (NaN/inf; batches {left_out[name]}), so no amax "
+                             "can be calibrated; fix the calibration data")
+    lines = [f"{_site(n)}: {found[n].calibrator.nonfinite} in batches {b}"
+             for n, b in left_out.items()]
+    warnings.warn(f"quantize: non-finite calibration values (NaN/inf) left out of the "
+                  f"{algorithm} histograms: " + "; ".join(lines), stacklevel=3)
+
+
 def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str = "int8",
              algorithm: str = "max", skip: Iterable[str] = (), percentile: float = 99.99,
              progress: bool = True, inplace: bool = False, attention: bool = False
@@ -188,15 +246,21 @@ def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str =
     if not names:
         raise ValueError("quantize: the model has no Linear or Conv/ConvTranspose layer left "
                          f"to quantize (skip={list(skip)})")
+    _check_weights(model, names)
     found = quantizers(model)
     for name, q in found.items():
-        q.calibrator = calibrate.make(algorithm, q.axis, percentile)
+        q.calibrator = calibrate.make(algorithm, q.axis, percentile,
+                                      weight=name.endswith(".weight_quantizer"))
+    left_out: dict[str, list[int]] = {}  # quantizer -> batches whose non-finite values it left
     with torch.no_grad():
         for batch in (_progress(batches, len(batches)) if progress else batches):
+            seen = {name: q.calibrator.nonfinite for name, q in found.items()}
             _call(model, batch)
+            _check_batch(found, seen, count, left_out)
             count += 1
     if not count:
         raise ValueError("quantize: calibration_data is empty; pass at least one batch")
+    _warn_left_out(found, left_out, algorithm)
     for name, q in found.items():
         amax = q.calibrator.compute()
         q.calibrator = None
