@@ -249,12 +249,16 @@ def settings_json(settings: CompilationSettings) -> dict[str, Any]:
     return out
 
 
+def did_you_mean(name: str, accepted: Iterable[str], n: int = 1) -> str:
+    """``" (did you mean 'x'?)"`` with the (at most ``n``) accepted names closest to
+    ``name``, or "" when none is close: the hint of every unknown-name error."""
+    close = difflib.get_close_matches(name, list(accepted), n=n)
+    return f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+
+
 def _reject_unknown(names) -> None:
     """A ValueError naming every setting not in FIELDS, with the closest accepted name."""
     unknown = [key for key in names if key not in FIELDS]
     if unknown:
-        hints = []
-        for key in unknown:
-            close = difflib.get_close_matches(key, FIELDS, n=1)
-            hints.append(f"{key!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        hints = [f"{key!r}{did_you_mean(key, FIELDS)}" for key in unknown]
         raise ValueError(f"unknown settings {', '.join(hints)}; accepted: {sorted(FIELDS)}")

@@ -14,9 +14,9 @@ import torch
 from torch import nn
 
 from . import attention as attention_sites
-from . import calibrate, ops
+from . import calibrate, checks, ops
+from .checks import PRECISIONS
 
-PRECISIONS = {"int8": (8, 0), "fp8": (8, 4), "nvfp4": (4, 2)}
 NVFP4_BLOCK = 16
 QUANTIZABLE = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d,
                nn.ConvTranspose2d, nn.ConvTranspose3d)
@@ -82,17 +82,6 @@ def _quantized_class(cls: type) -> type:
     return _CLASSES[cls]
 
 
-def _check(precision: str, algorithm: str, percentile: float) -> None:
-    if precision not in PRECISIONS:
-        raise ValueError(f"quantize: precision={precision!r} is not one of "
-                         f"{', '.join(PRECISIONS)}")
-    if algorithm not in calibrate.ALGORITHMS:
-        raise ValueError(f"quantize: algorithm={algorithm!r} is not one of "
-                         f"{', '.join(calibrate.ALGORITHMS)}")
-    if not 0 < percentile <= 100:
-        raise ValueError(f"quantize: percentile={percentile} must be in (0, 100]")
-
-
 def _skipped(skip: Iterable[str]):
     """Whether a module name is in ``skip`` (a name or a prefix of it)."""
     skip = tuple(skip)
@@ -112,24 +101,38 @@ def _weight_axis(module: nn.Module, precision: str) -> int | None:
     return 0
 
 
-def _insert(model: nn.Module, precision: str, skip: Iterable[str]) -> list[str]:
+def _insert(model: nn.Module, precision: str, skip: Iterable[str]
+            ) -> tuple[list[str], dict[str, str]]:
     """Turn every Linear/Conv not named in ``skip`` (a name or a prefix) into its quantized
-    class; returns the names of the quantized layers."""
-    skip = tuple(skip)
-    done = []
+    class; returns the names of the quantized layers and, by name, why each Linear/Conv
+    not in ``skip`` was left out (NVFP4: Linear layers whose reduction size divides by its
+    block size only)."""
+    skipped = _skipped(skip)
+    done, left_out = [], {}
     for name, module in model.named_modules():
-        kinds = (nn.Linear,) if precision == "nvfp4" else QUANTIZABLE  # NVFP4: GEMMs only
-        if type(module) not in kinds or any(
-                name == s or name.startswith(s + ".") for s in skip):
+        if type(module) not in QUANTIZABLE or skipped(name):
             continue
-        if precision == "nvfp4" and module.in_features % NVFP4_BLOCK:
-            continue  # NVFP4 blocks of 16 along the reduction dim
+        reason = _nvfp4_reason(module) if precision == "nvfp4" else None
+        if reason:
+            left_out[name] = reason
+            continue
         weight_axis = _weight_axis(module, precision)
         module.__class__ = _quantized_class(type(module))
         module.input_quantizer = TensorQuantizer(precision)
         module.weight_quantizer = TensorQuantizer(precision, weight_axis)
         done.append(name)
-    return done
+    return done, left_out
+
+
+def _nvfp4_reason(module: nn.Module) -> str | None:
+    """Why NVFP4 leaves ``module`` out: it quantizes GEMMs in blocks of 16 along the
+    reduction dim (TensorRT's NVFP4), so Linear layers whose in_features divide by 16."""
+    if not isinstance(module, nn.Linear):
+        return f"a {type(module).__name__}: NVFP4 quantizes Linear layers only"
+    if module.in_features % NVFP4_BLOCK:
+        return (f"in_features {module.in_features} is not a multiple of the NVFP4 block "
+                f"size {NVFP4_BLOCK}")
+    return None
 
 
 def _call(model: nn.Module, batch: Any):
@@ -152,63 +155,6 @@ def quantizers(model: nn.Module) -> dict[str, TensorQuantizer]:
     return {n: m for n, m in model.named_modules() if isinstance(m, TensorQuantizer)}
 
 
-def _site(name: str) -> str:
-    """A quantizer's module name for a user: "layer 'fc', input quantizer"."""
-    layer, _, quantizer = name.rpartition(".")
-    if layer == "attention_quantizers" or layer.endswith(".attention_quantizers"):
-        layer, quantizer = layer.rpartition(".")[0], f"attention quantizer {quantizer}"
-    else:
-        quantizer = quantizer.replace("_", " ")
-    return f"layer {layer or '(the model)'!r}, {quantizer}"
-
-
-def _check_weights(model: nn.Module, names: list[str]) -> None:
-    """A weight with NaN or inf has no finite amax: a ValueError naming the parameter."""
-    for name in names:
-        weight = model.get_submodule(name).weight.detach()
-        bad = calibrate.nonfinite(weight)
-        if bad:
-            raise ValueError(
-                f"quantize: parameter {name}.weight holds {bad} non-finite values (NaN/inf) "
-                f"of {weight.numel()}, so its weight quantizer has no finite amax; fix the "
-                f"weights, or keep the layer in full precision with skip=[{name!r}]")
-
-
-def _check_batch(found: dict[str, TensorQuantizer], seen: dict[str, int], index: int,
-                 left_out: dict[str, list[int]]) -> None:
-    """After calibration batch ``index``: a max calibrator that saw NaN or inf (its amax is
-    not finite) is a ValueError naming the quantizer and the batch; a histogram calibrator's
-    non-finite values were left out, recorded in ``left_out`` for one warning."""
-    for name, q in found.items():
-        new = q.calibrator.nonfinite - seen[name]
-        if not new:
-            continue
-        if isinstance(q.calibrator, calibrate.MaxCalibrator):
-            raise ValueError(
-                f"quantize: {_site(name)}: calibration batch {index} (counting from 0) holds "
-                f"{new} non-finite values (NaN/inf), so its amax would not be finite; fix or "
-                "drop that batch, or calibrate with algorithm='percentile' or 'entropy', "
-                "which leave non-finite values out")
-        left_out.setdefault(name, []).append(index)
-
-
-def _warn_left_out(found: dict[str, TensorQuantizer], left_out: dict[str, list[int]],
-                   algorithm: str) -> None:
-    """One warning counting the non-finite values the histograms left out; a ValueError
-    for a quantizer that saw no finite value at all."""
-    if not left_out:
-        return
-    for name in left_out:
-        if found[name].calibrator.hist is None:
-            raise ValueError(f"quantize: {_site(name)}: every calibration value it saw was "
-                             f"non-finite (NaN/inf; batches {left_out[name]}), so no amax "
-                             "can be calibrated; fix the calibration data")
-    lines = [f"{_site(n)}: {found[n].calibrator.nonfinite} in batches {b}"
-             for n, b in left_out.items()]
-    warnings.warn(f"quantize: non-finite calibration values (NaN/inf) left out of the "
-                  f"{algorithm} histograms: " + "; ".join(lines), stacklevel=3)
-
-
 def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str = "int8",
              algorithm: str = "max", skip: Iterable[str] = (), percentile: float = 99.99,
              progress: bool = True, inplace: bool = False, attention: bool = False
@@ -225,12 +171,13 @@ def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str =
     ``torch_trt_ref::quantized_sdpa`` op holding the q, k, v and P quantizers,
     docs/quantization.md). Returns an eval-mode copy (the model itself with
     ``inplace``); ``model.quantization`` records what was done."""
-    _check(precision, algorithm, percentile)
+    checks.arguments(precision, algorithm, percentile)
     if attention and precision == "nvfp4":
         raise ValueError("quantize: attention=True takes precision 'int8' or 'fp8' (NVFP4 "
                          "quantizes the Linear layers' GEMMs only)")
     if not isinstance(model, nn.Module):
         raise TypeError(f"quantize: model must be a torch.nn.Module, got {type(model).__name__}")
+    skip = checks.skip_names(model, skip)
     model = model if inplace else copy.deepcopy(model)
     batches = list(calibration_data) if not hasattr(calibration_data, "__len__") \
         else calibration_data
@@ -242,31 +189,39 @@ def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str =
             raise ValueError("quantize: attention=True, but the model calls no "
                              "scaled_dot_product_attention and no softmax between two "
                              "matmuls of activations")
-    names = _insert(model.eval(), precision, skip)
+    names, left_out = _insert(model.eval(), precision, skip)
+    if not names and left_out:
+        raise ValueError(f"quantize: no layer of the model can be quantized in {precision}: "
+                         f"{checks.listed(left_out)}" + (f"; skip={list(skip)}" if skip else ""))
     if not names:
         raise ValueError("quantize: the model has no Linear or Conv/ConvTranspose layer left "
                          f"to quantize (skip={list(skip)})")
-    _check_weights(model, names)
+    linears = {n: why for n, why in left_out.items()
+               if isinstance(model.get_submodule(n), nn.Linear)}
+    if linears:  # a Conv under NVFP4 is its documented scope; a Linear left out is news
+        warnings.warn(f"quantize: {precision} leaves {len(linears)} Linear layers in full "
+                      f"precision: {checks.listed(linears)}", stacklevel=2)
+    checks.check_weights(model, names)
     found = quantizers(model)
     for name, q in found.items():
         q.calibrator = calibrate.make(algorithm, q.axis, percentile,
                                       weight=name.endswith(".weight_quantizer"))
-    left_out: dict[str, list[int]] = {}  # quantizer -> batches whose non-finite values it left
+    dropped: dict[str, list[int]] = {}  # quantizer -> batches whose non-finite values it left
     with torch.no_grad():
         for batch in (_progress(batches, len(batches)) if progress else batches):
             seen = {name: q.calibrator.nonfinite for name, q in found.items()}
             _call(model, batch)
-            _check_batch(found, seen, count, left_out)
+            checks.check_batch(found, seen, count, dropped)
             count += 1
     if not count:
         raise ValueError("quantize: calibration_data is empty; pass at least one batch")
-    _warn_left_out(found, left_out, algorithm)
+    checks.warn_dropped(found, dropped, algorithm)
     for name, q in found.items():
         amax = q.calibrator.compute()
         q.calibrator = None
         q.amax = torch.zeros(()) if amax is None else amax.detach().float().clone()
     model.eval()
     model.quantization = {"precision": precision, "algorithm": algorithm, "layers": names,
-                          "attention": owners,
+                          "left_out": left_out, "attention": owners,
                           "batches": count, "seconds": time.perf_counter() - start}
     return model

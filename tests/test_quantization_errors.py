@@ -1,7 +1,9 @@
-"""Non-finite calibration data and weights (issue 36, item 1): ``max`` calibration of a
-batch holding NaN/inf is an error naming the layer, the quantizer and the batch;
-``percentile`` and ``entropy`` leave those values out with a warning that counts them (an
-error when nothing finite is left); a non-finite weight is an error naming the parameter."""
+"""``quantize``'s mistakes and edge cases (issue 36): non-finite calibration data (``max``:
+an error naming the layer, the quantizer and the batch; ``percentile``/``entropy``: those
+values left out with a warning counting them, an error when nothing finite is left) and
+weights (an error naming the parameter); ``skip`` names that match no module (an error
+with the close matches); NVFP4 layers whose reduction size does not divide by 16 (named,
+the others quantized)."""
 
 import warnings
 
@@ -91,3 +93,62 @@ def test_weight_amax_is_the_weights_max_whatever_the_algorithm():
                  progress=False)
     top = float(model[0].weight.detach().abs().max())
     assert float(quantizers(q)["0.weight_quantizer"].amax) == top
+
+
+class _Named(torch.nn.Module):
+    def __init__(self, hidden=16):
+        super().__init__()
+        self.encoder = torch.nn.Sequential(torch.nn.Linear(16, hidden), torch.nn.ReLU())
+        self.head = torch.nn.Linear(hidden, 4)
+
+    def forward(self, x):
+        return self.head(self.encoder(x))
+
+
+@pytest.mark.parametrize("skip, match", [
+    (["haed"], r"skip names no module of the model: 'haed' \(did you mean 'head'\?\)"),
+    (["encoder.O"], r"'encoder.O' \(did you mean 'encoder.1' or 'encoder.0' or "
+                     r"'encoder'\?\)"),
+    (["head", "nope"], r"skip names no module of the model: 'nope'; skip takes names of "
+                       r"model.named_modules\(\)"),
+    ("haed", r"'haed' \(did you mean 'head'\?\)"),  # one string is one name
+])
+def test_skip_names_that_match_no_module_are_an_error(skip, match):
+    with pytest.raises(ValueError, match=match):
+        quantize(_Named(), _batches(0.0), skip=skip, progress=False)
+
+
+def test_skip_takes_names_prefixes_and_one_string():
+    q = quantize(_Named(), _batches(0.0), skip="encoder", progress=False)
+    assert q.quantization["layers"] == ["head"]
+    q = quantize(_Named(), _batches(0.0), skip=["encoder.0"], progress=False)
+    assert q.quantization["layers"] == ["head"]
+    assert quantize(_Named(), _batches(0.0), skip=None,
+                    progress=False).quantization["layers"] == ["encoder.0", "head"]
+    with pytest.raises(TypeError, match=r"skip takes module names \(str\).*got 0"):
+        quantize(_Named(), _batches(0.0), skip=[0], progress=False)
+
+
+def test_nvfp4_names_the_layers_it_leaves_out_and_quantizes_the_others():
+    model = _Named(hidden=10)  # head: in_features 10
+    with pytest.warns(UserWarning, match=r"quantize: nvfp4 leaves 1 Linear layers in full "
+                      r"precision: 'head' \(in_features 10 is not a multiple of the NVFP4 "
+                      r"block size 16\)"):
+        q = quantize(model, _batches(0.0), precision="nvfp4", progress=False)
+    assert q.quantization["layers"] == ["encoder.0"]
+    assert q.quantization["left_out"] == {
+        "head": "in_features 10 is not a multiple of the NVFP4 block size 16"}
+    torch.testing.assert_close(q.head(torch.ones(1, 10)), model.head(torch.ones(1, 10)))
+
+
+def test_nvfp4_with_no_layer_left_names_each_and_why():
+    model = torch.nn.Sequential(torch.nn.Conv1d(2, 16, 1), torch.nn.Flatten(),
+                                torch.nn.Linear(16 * 3, 10), torch.nn.Linear(10, 4)).eval()
+    with pytest.raises(ValueError, match=r"no layer of the model can be quantized in nvfp4: "
+                       r"'0' \(a Conv1d: NVFP4 quantizes Linear layers only\); '3' "
+                       r"\(in_features 10 is not a multiple of the NVFP4 block size 16\); "
+                       r"skip=\['2'\]"):
+        quantize(model, [torch.randn(2, 2, 3)], precision="nvfp4", skip=["2"], progress=False)
+    with pytest.raises(ValueError, match=r"in nvfp4: the model \(in_features 10 is not"):
+        quantize(torch.nn.Linear(10, 4), [torch.randn(2, 10)], precision="nvfp4",
+                 progress=False)
