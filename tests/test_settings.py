@@ -3,6 +3,7 @@
 import pytest
 import torch
 
+import torch_trt_ref
 from torch_trt_ref import CompilationSettings, Input
 from torch_trt_ref.settings import matches_op
 
@@ -61,3 +62,28 @@ def test_input_validation():
         Input(min_shape=(1, 3), max_shape=(4, 3))
     with pytest.raises(ValueError, match="either shape"):
         Input(shape=(1,), min_shape=(1,), opt_shape=(1,), max_shape=(1,))
+
+
+@pytest.mark.parametrize("precision", ["int8", "fp8", "nvfp4"])
+def test_a_quantization_format_as_compile_precision_points_to_quantize(precision):
+    """Issue 36 item 4: INT8/FP8/NVFP4 are put in the model by torch_trt_ref.quantize before
+    compile; the error says so, and still lists the compile precisions."""
+    with pytest.raises(ValueError, match=rf"precision='{precision}' is not accepted; use one "
+                       rf"of \['fp32', 'fp16', 'bf16'\]. '{precision}' is a quantization "
+                       rf"format, .*torch_trt_ref.quantize\(model, calibration_batches, "
+                       rf"precision='{precision}'\), then compile\(quantized, ...\) .*"
+                       rf"`zoo run --precisions {precision}` does both"):
+        torch_trt_ref.compile(torch.nn.Linear(2, 2).eval(), (torch.randn(1, 2),),
+                              precision=precision)
+
+
+@pytest.mark.parametrize("kwargs, hint", [
+    ({"precision": "fp61"}, "(did you mean 'fp16'?)"),
+    ({"precision": "FP16"}, "(did you mean 'fp16'?)"),
+    ({"partitioner": "dependency-aware"}, "(did you mean 'dependency_aware'?)"),
+    ({"executor": "refrence"}, "(did you mean 'reference'?)"),
+])
+def test_a_misspelt_choice_names_the_closest(kwargs, hint):
+    with pytest.raises(ValueError) as info:
+        CompilationSettings(**kwargs)
+    assert str(info.value).endswith(hint)

@@ -15,7 +15,8 @@ def add_settings_options(p: argparse.ArgumentParser, min_block_size: int | None 
     """The compile settings both ``compile`` and ``debug`` take."""
     p.add_argument("--precision", choices=PRECISIONS, default="fp32",
                    help="compile precision: weights and activations cast in lowering "
-                        "(default fp32)")
+                        "(default fp32; INT8/FP8/NVFP4 are quantization formats: "
+                        "zoo run --precisions int8, or torch_trt_ref.quantize)")
     p.add_argument("--partitioner", choices=PARTITIONERS, default="fast",
                    help="partition strategy (docs/partitioning.md; default fast)")
     p.add_argument("--executor", choices=EXECUTORS, default="auto",

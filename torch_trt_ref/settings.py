@@ -12,6 +12,8 @@ from typing import Any, Iterable
 import torch
 
 PRECISIONS = ("fp32", "fp16", "bf16")
+# quantization formats: torch_trt_ref.quantize puts them in the graph before compile (D13)
+QUANTIZED = ("int8", "fp8", "nvfp4")
 PARTITIONERS = ("fast", "global", "hierarchical", "dependency_aware")
 EXECUTORS = ("auto", "reference", "tensorrt")
 PRECISION_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -157,8 +159,18 @@ class CompilationSettings:
     def __post_init__(self):
         def one_of(name, value, accepted):
             if value not in accepted:
-                raise ValueError(f"{name}={value!r} is not accepted; use one of {list(accepted)}")
+                hint = did_you_mean(value.lower(), accepted) if isinstance(value, str) else ""
+                raise ValueError(f"{name}={value!r} is not accepted; use one of "
+                                 f"{list(accepted)}{hint}")
 
+        if self.precision in QUANTIZED:
+            raise ValueError(
+                f"precision={self.precision!r} is not accepted; use one of {list(PRECISIONS)}. "
+                f"{self.precision!r} is a quantization format, put in the model before "
+                f"compile: quantized = torch_trt_ref.quantize(model, calibration_batches, "
+                f"precision={self.precision!r}), then compile(quantized, ...) "
+                f"(docs/quantization.md; the zoo's `zoo run --precisions {self.precision}` "
+                "does both)")
         one_of("precision", self.precision, PRECISIONS)
         one_of("partitioner", self.partitioner, PARTITIONERS)
         one_of("executor", self.executor, EXECUTORS)

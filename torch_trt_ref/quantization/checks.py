@@ -10,10 +10,11 @@ from typing import Any, Iterable
 
 from torch import nn
 
-from ..settings import did_you_mean
+from ..settings import QUANTIZED, did_you_mean
 from . import calibrate
 
-PRECISIONS = {"int8": (8, 0), "fp8": (8, 4), "nvfp4": (4, 2)}  # (num_bits, exponent_bits)
+# (num_bits, exponent_bits) of each quantization format
+PRECISIONS = dict(zip(QUANTIZED, ((8, 0), (8, 4), (4, 2))))
 
 
 def arguments(precision: str, algorithm: str, percentile: float) -> None:
