@@ -229,3 +229,53 @@ def test_files_that_are_not_program_files(saved, tmp_path):
         torch_trt_ref.load(tmp_path / "text.ttrt")
     with pytest.raises(FileNotFoundError, match="nothing.ttrt does not exist"):
         torch_trt_ref.load(tmp_path / "nothing.ttrt")
+
+
+# -- path mistakes (issue 36 item 5) ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def tiny():
+    return torch_trt_ref.compile(torch.nn.Linear(4, 2).eval(), (torch.randn(1, 4),),
+                                 min_block_size=1)
+
+
+def test_save_path_mistakes_name_the_path_given(tiny, tmp_path):
+    """Each is a clear error naming the user's path (never the temporary file's name), and
+    nothing is left behind."""
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (tmp_path / "a_file").write_text("")
+    cases = [
+        (folder, IsADirectoryError, rf"torch_trt_ref.save: '{folder}' is a folder; give the "
+                                    rf"path of the file to write in it, e.g. "
+                                    rf"'{folder}/model.ttrt'"),
+        (tmp_path / "missing" / "m.ttrt", FileNotFoundError,
+         rf"torch_trt_ref.save: '{tmp_path}/missing/m.ttrt': the folder '{tmp_path}/missing' "
+         r"does not exist; create it first"),
+        (tmp_path / "a_file" / "m.ttrt", NotADirectoryError,
+         rf"'{tmp_path}/a_file' is a file, not a folder"),
+        (3, TypeError, r"torch_trt_ref.save: path must be a str or os.PathLike naming the file "
+                       r"to write, got int"),
+    ]
+    for path, kind, match in cases:
+        with pytest.raises(kind, match=match) as info:
+            torch_trt_ref.save(tiny, path)
+        assert ".partial" not in str(info.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a_file", "models"]
+    assert not list(folder.iterdir())
+
+
+def test_load_path_mistakes(tiny, tmp_path):
+    with pytest.raises(IsADirectoryError, match=rf"torch_trt_ref.load: '{tmp_path}' is a "
+                       r"folder; give the program file torch_trt_ref.save wrote"):
+        torch_trt_ref.load(tmp_path)
+    with pytest.raises(TypeError, match=r"torch_trt_ref.load: path must be a str or "
+                       r"os.PathLike .*, got Linear"):
+        torch_trt_ref.load(torch.nn.Linear(1, 1))
+    x = torch.randn(1, 4)
+    torch.export.save(torch.export.export(torch.nn.Linear(4, 2), (x,)), tmp_path / "m.pt2")
+    with pytest.raises(SerializationError, match=r"m.pt2 has no manifest.json: it is not a "
+                       r"file written by torch_trt_ref.save \(a torch.export .pt2 file: "
+                       r"torch.export.load; torch.save: torch.load\)"):
+        torch_trt_ref.load(tmp_path / "m.pt2")
+    loaded = torch_trt_ref.load(torch_trt_ref.save(tiny, str(tmp_path / "ok.ttrt")))
+    torch.testing.assert_close(loaded(x), tiny(x))  # a str path works as a Path does

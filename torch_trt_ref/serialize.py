@@ -54,7 +54,7 @@ def save(compiled: GraphModule, path: str | os.PathLike, plans: bool = True) -> 
     if not isinstance(compiled, (GraphModule, BySize)) or report is None:
         raise TypeError(f"torch_trt_ref.save takes a module returned by torch_trt_ref.compile "
                         f"or torch_trt_ref.load, got {type(compiled).__name__}")
-    path = Path(path)
+    path = _save_path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:
         with zipfile.ZipFile(tmp, "w", zipfile.ZIP_STORED, allowZip64=True) as archive:
@@ -73,9 +73,32 @@ def save(compiled: GraphModule, path: str | os.PathLike, plans: bool = True) -> 
             manifest = _manifest(compiled, engines, report, writer.members, plans)
             archive.writestr(MANIFEST, json.dumps(manifest, indent=1, default=str))
         os.replace(tmp, path)
+    except OSError as err:  # named by the user's path, not the temporary one
+        tmp.unlink(missing_ok=True)
+        raise type(err)(f"torch_trt_ref.save: cannot write {path}: "
+                        f"{err.strerror or err}") from err
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+    return path
+
+
+def _save_path(path: Any) -> Path:
+    """``save``'s ``path``, checked before anything is written: a file in an existing folder
+    (a folder, or a missing one, is an error naming the path the user gave)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"torch_trt_ref.save: path must be a str or os.PathLike naming the "
+                        f"file to write, got {type(path).__name__}")
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"torch_trt_ref.save: {str(path)!r} is a folder; give the path "
+                                f"of the file to write in it, e.g. {str(path / 'model.ttrt')!r}")
+    if not path.parent.exists():
+        raise FileNotFoundError(f"torch_trt_ref.save: {str(path)!r}: the folder "
+                                f"{str(path.parent)!r} does not exist; create it first")
+    if not path.parent.is_dir():
+        raise NotADirectoryError(f"torch_trt_ref.save: {str(path)!r}: {str(path.parent)!r} is "
+                                 "a file, not a folder")
     return path
 
 
@@ -187,7 +210,13 @@ def load(path: str | os.PathLike) -> GraphModule:
     engine, is a ``SerializationError`` saying what is wrong. Plans built by another
     TensorRT cannot be deserialized: their engines run on the reference executor from
     their network snapshots (with a warning), or the load fails if it cannot run them."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"torch_trt_ref.load: path must be a str or os.PathLike naming a file "
+                        f"torch_trt_ref.save wrote, got {type(path).__name__}")
     path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"torch_trt_ref.load: {str(path)!r} is a folder; give the "
+                                "program file torch_trt_ref.save wrote")
     if not path.is_file():
         raise FileNotFoundError(f"torch_trt_ref.load: {path} does not exist or is not a file")
     with _Reader(path) as reader:
@@ -235,7 +264,8 @@ class _Reader:
         reads are there."""
         if MANIFEST not in self.archive.namelist():
             raise SerializationError(f"{self.path} has no {MANIFEST}: it is not a file "
-                                     "written by torch_trt_ref.save")
+                                     "written by torch_trt_ref.save (a torch.export .pt2 "
+                                     "file: torch.export.load; torch.save: torch.load)")
         try:
             manifest = json.loads(self._bytes(MANIFEST))
             fmt, version = manifest.get("format"), manifest.get("format_version")
