@@ -179,3 +179,25 @@ def test_refit_after_load(tmp_path):
     assert _same(loaded(ids), fresh(ids)) and not _same(loaded(ids), compiled(ids))
     again = torch_trt_ref.load(torch_trt_ref.save(loaded, tmp_path / "refit.ttr"))
     assert _same(again(ids), fresh(ids))
+
+
+def test_non_finite_weights_are_refit_with_a_warning_naming_them():
+    """Issue 36 item 9: eager computes with NaN weights too, so refit takes them, but warns
+    which weights hold them; the outputs equal eager's, NaN for NaN."""
+    import warnings
+
+    model, x = torch.nn.Linear(4, 3).eval(), torch.randn(2, 4)
+    compiled = torch_trt_ref.compile(model, [x], min_block_size=1)
+    new = copy.deepcopy(model)
+    with torch.no_grad():
+        new.weight[0, 1] = float("nan")
+        new.bias[2] = float("inf")
+    with pytest.warns(UserWarning, match=r"refit: the new weights hold non-finite values "
+                      r"\(NaN/inf\): weight \(1 of 12\), bias \(1 of 3\); the module's outputs "
+                      r"hold them where eager's do"):
+        torch_trt_ref.refit(compiled, new)
+    torch.testing.assert_close(compiled(x), new(x), equal_nan=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # finite weights: no warning
+        torch_trt_ref.refit(compiled, model)
+    torch.testing.assert_close(compiled(x), model(x))

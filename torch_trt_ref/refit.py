@@ -9,6 +9,7 @@ and never executed, see ``runtime/refitter.py``), and in the PyTorch segments.""
 
 from __future__ import annotations
 
+import warnings
 from typing import Mapping
 
 import torch
@@ -34,11 +35,17 @@ def refit(compiled: GraphModule,
     through the compile's own precision casts. Every state-dict entry of the compiled model
     must be given with its shape; a missing or unknown entry, a shape or kind of dtype that
     differs, raises ``RefitError`` naming each. Returns ``compiled``, updated in place; its
-    outputs then equal those of a fresh compile of the new weights."""
-    if isinstance(compiled, BySize):  # one module per box of sizes: refit each
-        for branch in compiled.branches:
-            refit(branch, new_weights)
-        return compiled
+    outputs then equal those of a fresh compile of the new weights. Weights holding NaN or
+    inf are taken as given (the outputs then hold them where eager's would), with a
+    ``UserWarning`` naming each such weight."""
+    branches = compiled.branches if isinstance(compiled, BySize) else [compiled]
+    for branch in branches:  # a module compiled per box of sizes: refit each
+        _refit(branch, new_weights)
+    _warn_nonfinite(_state_dict(new_weights))
+    return compiled
+
+
+def _refit(compiled: GraphModule, new_weights) -> None:
     program = getattr(compiled, "weight_program", None)
     if not isinstance(program, WeightProgram):
         raise TypeError("refit takes a module returned by torch_trt_ref.compile; "
@@ -69,7 +76,19 @@ def refit(compiled: GraphModule,
         holder = getattr(engines[name], "handle", engines[name])
         # a deserialized engine, and the reference executor's CUDA graphs, hold the old weights
         holder._trt = holder._reference = None
-    return compiled
+
+
+def _warn_nonfinite(state: dict[str, torch.Tensor]) -> None:
+    """A UserWarning naming the weights that hold NaN or inf (eager computes with them too,
+    so it is no error; but a module that then returns NaN is a hunt without it)."""
+    bad = []
+    for name, value in state.items():
+        if value.is_floating_point() and not bool(value.isfinite().all()):
+            bad.append(f"{name} ({int((~value.isfinite()).sum())} of {value.numel()})")
+    if bad:
+        warnings.warn(f"refit: the new weights hold non-finite values (NaN/inf): "
+                      f"{_names(bad)}; the module's outputs hold them where eager's do",
+                      stacklevel=3)
 
 
 def _state_dict(new_weights) -> dict[str, torch.Tensor]:
