@@ -105,3 +105,13 @@ def test_sampling_with_seeded_generator_repeats():
     runs = [llm.generate(compiled, ids, max_new_tokens=6, do_sample=True, eos_token_id=None,
                          generator=torch.Generator().manual_seed(7)) for _ in range(2)]
     assert runs[0].tolist() == runs[1].tolist() and runs[0].shape == (1, 10)
+
+
+def test_cli_llm_run(capsys):
+    from torch_trt_ref.cli import main
+
+    assert main(["llm", "run", "gpt2", "--prompt-len", "4", "--new-tokens", "3",
+                 "--executor", "reference", "--hidden", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "time to first token" in out and "tokens/s" in out and "peak memory" in out
+    assert "7 ids" in out

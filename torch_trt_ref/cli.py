@@ -14,6 +14,7 @@ import sys
 import torch
 
 from .commands import error_line, run_reporting_errors  # noqa: F401  (the CLI's API)
+from .llm.command import add_llm_command
 
 # Tolerances of `onnx --compare` against onnxruntime: ONNX's backend-test rtol, with an
 # atol for real models (ONNX's 1e-7 is meant for its small hand-made node cases).
@@ -108,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--compare", action="store_true",
                    help="also run onnxruntime (CPU) and compare the outputs")
     o.set_defaults(func=_onnx_command)
+    add_llm_command(sub)
     for add_subcommands in registered_commands():
         add_subcommands(sub)
     return parser

@@ -45,6 +45,8 @@ class CompiledDecoder(torch.nn.Module):
         self.module, self.shapes, self.dtype = module, shapes, dtype
         self.max_seq_len, self.max_prompt_len, self.config = max_seq_len, max_prompt_len, config
         self.compile_report = module.compile_report
+        self.executor = ",".join(sorted({m.executor for m in module.modules()
+                                         if isinstance(m, EngineModule)}))
         engines = [m.engine for m in module.modules() if isinstance(m, EngineModule)]
         one = torch.empty(0, dtype=dtype).element_size()
         self.compile_report.kv_cache = CacheReport(
