@@ -6,18 +6,9 @@ import math
 import pytest
 import torch
 
-from torch_trt_ref.runtime.reference.registry import REFERENCE_LAYERS
+from .conftest import f32, run_one
 
 NAN, INF = float("nan"), float("inf")
-
-
-def run(kind, inputs, **attrs):
-    (out,) = REFERENCE_LAYERS[kind].run(list(inputs), **attrs)
-    return out
-
-
-def f32(values):
-    return torch.tensor(values, dtype=torch.float32)
 
 
 def i32(values):
@@ -42,14 +33,14 @@ def b(values):
     ("FLOOR_DIV", f32([7.0, -7.0, 1.0]), f32([2.0, 2.0, 4.0]), f32([3.0, -4.0, 0.0])),
 ])
 def test_elementwise_arithmetic(op, a, b_, expected):
-    out = run("ELEMENTWISE", (a, b_), op=op)
+    out = run_one("ELEMENTWISE", (a, b_), op=op)
     assert out.dtype == expected.dtype
     assert torch.equal(out, expected)
 
 
 def test_integer_div_truncates():
     # Note [Integer division] in math_ops: -7 / 2 is -3 (toward zero), not -4.
-    out = run("ELEMENTWISE", (i32([7, -7, 7, -7]), i32([2, 2, -2, -2])), op="DIV")
+    out = run_one("ELEMENTWISE", (i32([7, -7, 7, -7]), i32([2, 2, -2, -2])), op="DIV")
     assert torch.equal(out, i32([3, -3, -3, 3]))
 
 
@@ -59,8 +50,8 @@ def test_integer_div_truncates():
     ("XOR", [False, True, True, False]),
 ])
 def test_elementwise_logical(op, expected):
-    out = run("ELEMENTWISE", (b([False, False, True, True]), b([False, True, False, True])),
-              op=op)
+    out = run_one("ELEMENTWISE", (b([False, False, True, True]), b([False, True, False, True])),
+                  op=op)
     assert torch.equal(out, b(expected))
 
 
@@ -70,7 +61,7 @@ def test_elementwise_logical(op, expected):
     ("LESS", [True, False, False, False]),
 ])
 def test_elementwise_comparisons_output_bool_and_nan_is_false(op, expected):
-    out = run("ELEMENTWISE", (f32([1.0, 2.0, 3.0, NAN]), f32([2.0, 2.0, 2.0, 2.0])), op=op)
+    out = run_one("ELEMENTWISE", (f32([1.0, 2.0, 3.0, NAN]), f32([2.0, 2.0, 2.0, 2.0])), op=op)
     assert torch.equal(out, b(expected))
 
 
@@ -100,7 +91,7 @@ def test_elementwise_comparisons_output_bool_and_nan_is_false(op, expected):
     ("ROUND", [0.5, 1.5, 2.5, -0.5, -1.5, 2.6], [0.0, 2.0, 2.0, -0.0, -2.0, 3.0]),
 ])
 def test_unary_float(op, x, expected):
-    out = run("UNARY", (f32(x),), op=op)
+    out = run_one("UNARY", (f32(x),), op=op)
     assert out.dtype == torch.float32
     torch.testing.assert_close(out, f32(expected), atol=1e-6, rtol=1e-6)
 
@@ -111,7 +102,7 @@ def test_unary_float(op, x, expected):
     ("SIGN", [-3, 0, 4], [-1, 0, 1]),
 ])
 def test_unary_integer(op, x, expected):
-    out = run("UNARY", (i32(x),), op=op)
+    out = run_one("UNARY", (i32(x),), op=op)
     assert torch.equal(out, i32(expected))
 
 
@@ -120,12 +111,12 @@ def test_unary_integer(op, x, expected):
     ("ISINF", [False, False, True, True]),
 ])
 def test_unary_predicates(op, expected):
-    out = run("UNARY", (f32([1.0, NAN, INF, -INF]),), op=op)
+    out = run_one("UNARY", (f32([1.0, NAN, INF, -INF]),), op=op)
     assert torch.equal(out, b(expected))
 
 
 def test_unary_not():
-    assert torch.equal(run("UNARY", (b([True, False]),), op="NOT"), b([False, True]))
+    assert torch.equal(run_one("UNARY", (b([True, False]),), op="NOT"), b([False, True]))
 
 
 E1 = math.e - 1  # exp(1) - 1
@@ -154,18 +145,18 @@ EM1 = 1 / math.e - 1  # exp(-1) - 1
      [0.5 * (1 + math.tanh(math.sqrt(2 / math.pi) * 1.044715))]),
 ])
 def test_activation(kind, alpha, beta, x, expected):
-    out = run("ACTIVATION", (f32(x),), type=kind, alpha=alpha, beta=beta)
+    out = run_one("ACTIVATION", (f32(x),), type=kind, alpha=alpha, beta=beta)
     torch.testing.assert_close(out, f32(expected), atol=1e-6, rtol=1e-6)
 
 
 def test_thresholded_relu_and_softplus_far_from_zero():
     # THRESHOLDED_RELU: x if x > alpha else 0 (x = alpha gives 0)
-    out = run("ACTIVATION", (f32([0.5, 1.0, 1.5]),), type="THRESHOLDED_RELU", alpha=1.0,
-              beta=0.0)
+    out = run_one("ACTIVATION", (f32([0.5, 1.0, 1.5]),), type="THRESHOLDED_RELU", alpha=1.0,
+                  beta=0.0)
     assert torch.equal(out, f32([0.0, 0.0, 1.5]))
     # SOFTPLUS alpha * log(1 + exp(beta * x)): at beta * x = 200 it is alpha * 200 (exp alone
     # overflows float32); at -200 it is ~exp(-200), i.e. 0 in float32
-    out = run("ACTIVATION", (f32([100.0, -100.0]),), type="SOFTPLUS", alpha=0.5, beta=2.0)
+    out = run_one("ACTIVATION", (f32([100.0, -100.0]),), type="SOFTPLUS", alpha=0.5, beta=2.0)
     torch.testing.assert_close(out, f32([100.0, 0.0]))
 
 
@@ -177,23 +168,23 @@ def test_every_tensorrt_operation_has_a_reference():
     for op in trt.ElementWiseOperation.__members__:
         logical = op in ("AND", "OR", "XOR")
         a = b([True, False]) if logical else x
-        assert run("ELEMENTWISE", (a, a), op=op).shape == (2,), op
+        assert run_one("ELEMENTWISE", (a, a), op=op).shape == (2,), op
     for op in trt.UnaryOperation.__members__:
-        assert run("UNARY", (b([True, False]) if op == "NOT" else x,), op=op).shape == (2,)
+        assert run_one("UNARY", (b([True, False]) if op == "NOT" else x,), op=op).shape == (2,)
     for kind in trt.ActivationType.__members__:
-        assert run("ACTIVATION", (x,), type=kind, alpha=0.1, beta=0.2).shape == (2,), kind
+        assert run_one("ACTIVATION", (x,), type=kind, alpha=0.1, beta=0.2).shape == (2,), kind
 
 
 def test_relu_keeps_integers():
-    out = run("ACTIVATION", (i32([-2, 5]),), type="RELU", alpha=0.0, beta=0.0)
+    out = run_one("ACTIVATION", (i32([-2, 5]),), type="RELU", alpha=0.0, beta=0.0)
     assert torch.equal(out, i32([0, 5]))
 
 
 # -- SCALE ------------------------------------------------------------------------------
 
 def scale(x, mode, shift=None, scale=None, power=None, channel_axis=1):
-    return run("SCALE", [x], mode=mode, channel_axis=channel_axis, shift=shift, scale=scale,
-               power=power)
+    return run_one("SCALE", [x], mode=mode, channel_axis=channel_axis, shift=shift, scale=scale,
+                   power=power)
 
 
 def test_scale_uniform_shift_scale_power():
@@ -232,23 +223,23 @@ def test_einsum_matmul_and_transpose_against_float64_formula():
     a = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
     c = torch.tensor([[5.0, 6.0], [7.0, 8.0]])
     # [[1*5+2*7, 1*6+2*8], [3*5+4*7, 3*6+4*8]]
-    assert torch.equal(run("EINSUM", [a, c], equation="ik,kj->ij"), f32([[19, 22], [43, 50]]))
-    assert torch.equal(run("EINSUM", [a], equation="ij->ji"), f32([[1, 3], [2, 4]]))
+    assert torch.equal(run_one("EINSUM", [a, c], equation="ik,kj->ij"), f32([[19, 22], [43, 50]]))
+    assert torch.equal(run_one("EINSUM", [a], equation="ij->ji"), f32([[1, 3], [2, 4]]))
 
 
 def test_einsum_implicit_output_and_full_sum():
     a = f32([1.0, 2.0, 3.0])
-    assert torch.equal(run("EINSUM", [a, a], equation="i,i"), f32(14.0))  # dot: 1+4+9
-    assert torch.equal(run("EINSUM", [f32([[1, 2], [3, 4]])], equation="ij->"), f32(10.0))
+    assert torch.equal(run_one("EINSUM", [a, a], equation="i,i"), f32(14.0))  # dot: 1+4+9
+    assert torch.equal(run_one("EINSUM", [f32([[1, 2], [3, 4]])], equation="ij->"), f32(10.0))
     # implicit mode: labels appearing once, in alphabetical order -> "ba,b" gives "a"
-    out = run("EINSUM", [f32([[1, 2], [3, 4]]), f32([10, 100])], equation="ba,b")
+    out = run_one("EINSUM", [f32([[1, 2], [3, 4]]), f32([10, 100])], equation="ba,b")
     assert torch.equal(out, f32([310, 420]))  # a=0: 1*10+3*100; a=1: 2*10+4*100
 
 
 def test_einsum_batch_matmul_keeps_int_type():
     a = torch.tensor([[[1, 2]], [[3, 4]]], dtype=torch.int32)  # (2, 1, 2)
     c = torch.tensor([[[1], [1]], [[2], [0]]], dtype=torch.int32)  # (2, 2, 1)
-    out = run("EINSUM", [a, c], equation="bij,bjk->bik")
+    out = run_one("EINSUM", [a, c], equation="bij,bjk->bik")
     assert out.dtype == torch.int32 and torch.equal(out, i32([[[3]], [[6]]]))
 
 
@@ -256,20 +247,20 @@ def test_einsum_batch_matmul_keeps_int_type():
 
 def test_matrix_multiply_vector_vector_is_a_batched_dot():
     a = f32([[1.0, 2.0], [3.0, 4.0]])  # two vectors
-    out = run("MATRIX_MULTIPLY", [a, f32([[5.0, 6.0], [7.0, 8.0]])], op0="VECTOR",
-              op1="VECTOR")
+    out = run_one("MATRIX_MULTIPLY", [a, f32([[5.0, 6.0], [7.0, 8.0]])], op0="VECTOR",
+                  op1="VECTOR")
     assert torch.equal(out, f32([17.0, 53.0]))  # 1*5+2*6, 3*7+4*8
 
 
 def test_matrix_multiply_vector_times_transposed_matrix():
     # v (2) @ M^T with M = [[1, 2], [3, 4], [5, 6]] (3x2): [v.row0, v.row1, v.row2]
     m = f32([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
-    out = run("MATRIX_MULTIPLY", [f32([1.0, -1.0]), m], op0="VECTOR", op1="TRANSPOSE")
+    out = run_one("MATRIX_MULTIPLY", [f32([1.0, -1.0]), m], op0="VECTOR", op1="TRANSPOSE")
     assert torch.equal(out, f32([-1.0, -1.0, -1.0]))
 
 
 def test_matrix_multiply_transposed_matrix_times_vector():
     # M^T (2x3) @ v (3) = column sums weighted by v
     m = f32([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
-    out = run("MATRIX_MULTIPLY", [m, f32([1.0, 0.0, 2.0])], op0="TRANSPOSE", op1="VECTOR")
+    out = run_one("MATRIX_MULTIPLY", [m, f32([1.0, 0.0, 2.0])], op0="TRANSPOSE", op1="VECTOR")
     assert torch.equal(out, f32([11.0, 14.0]))  # 1 + 2*5, 2 + 2*6

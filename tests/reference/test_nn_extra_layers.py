@@ -13,16 +13,9 @@ import torch
 
 from torch_trt_ref._trt import make_logger, to_trt_dtype, trt
 from torch_trt_ref.runtime.reference.executor import run_snapshot
-from torch_trt_ref.runtime.reference.registry import REFERENCE_LAYERS
 from torch_trt_ref.runtime.snapshot import take_snapshot
 
-
-def run(kind, inputs, **attrs):
-    return REFERENCE_LAYERS[kind].run(list(inputs), **attrs)
-
-
-def f32(values):
-    return torch.tensor(values, dtype=torch.float32)
+from .conftest import f32, run
 
 
 def resize(x, shape=(), scales=(), mode="NEAREST", transform="ASYMMETRIC", rounding="FLOOR",

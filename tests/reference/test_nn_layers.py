@@ -8,26 +8,17 @@ import math
 import pytest
 import torch
 
-from torch_trt_ref.runtime.reference.registry import REFERENCE_LAYERS
+from .conftest import f32, run_one
 
 NEG_INF = float("-inf")
 
 
-def run(kind, inputs, **attrs):
-    (out,) = REFERENCE_LAYERS[kind].run(list(inputs), **attrs)
-    return out
-
-
-def f32(values):
-    return torch.tensor(values, dtype=torch.float32)
-
-
 def conv(x, kernel, bias=None, out_maps=1, ksize=(2, 2), stride=(1, 1), pre=(0, 0),
          post=(0, 0), groups=1, kind="CONVOLUTION"):
-    return run(kind, [x], num_output_maps=out_maps, kernel_size_nd=ksize, stride_nd=stride,
-               dilation_nd=(1,) * len(ksize), num_groups=groups, pre_padding=pre,
-               post_padding=post, padding_mode="EXPLICIT_ROUND_DOWN", kernel=kernel,
-               bias=bias)
+    return run_one(kind, [x], num_output_maps=out_maps, kernel_size_nd=ksize, stride_nd=stride,
+                   dilation_nd=(1,) * len(ksize), num_groups=groups, pre_padding=pre,
+                   post_padding=post, padding_mode="EXPLICIT_ROUND_DOWN", kernel=kernel,
+                   bias=bias)
 
 
 GRID = f32([[[[1, 2, 3], [4, 5, 6], [7, 8, 9]]]])
@@ -67,9 +58,9 @@ def test_deconvolution_scatter_and_padding_crop():
 
 
 def pool(x, kind, window=(2, 2), stride=(1, 1), pre=(0, 0), post=(0, 0), exclude=False):
-    return run("POOLING", [x], type=kind, window_size_nd=window, stride_nd=stride,
-               pre_padding=pre, post_padding=post, padding_mode="EXPLICIT_ROUND_DOWN",
-               average_count_excludes_padding=exclude)
+    return run_one("POOLING", [x], type=kind, window_size_nd=window, stride_nd=stride,
+                   pre_padding=pre, post_padding=post, padding_mode="EXPLICIT_ROUND_DOWN",
+                   average_count_excludes_padding=exclude)
 
 
 def test_max_pooling_ignores_padding():
@@ -92,8 +83,8 @@ def test_normalization_last_axis_with_scale_and_bias():
     # rows [1, 3] (mean 2, var 1) and [2, 6] (mean 4, var 4) both normalize to [-1, 1];
     # then * [1, 2] + [0, 0.5]
     x = f32([[[1, 3], [2, 6]]])
-    out = run("NORMALIZATION", [x, f32([[[1, 2]]]), f32([[[0, 0.5]]])], axes=1 << 2,
-              epsilon=0.0, num_groups=1, compute_precision=None)
+    out = run_one("NORMALIZATION", [x, f32([[[1, 2]]]), f32([[[0, 0.5]]])], axes=1 << 2,
+                  epsilon=0.0, num_groups=1, compute_precision=None)
     assert torch.equal(out, f32([[[-1, 2.5], [-1, 2.5]]]))
 
 
@@ -101,8 +92,8 @@ def test_normalization_groups_scale_per_group():
     # channels [1, 3 | 2, 6] in 2 groups -> [-1, 1 | -1, 1]; group scale [1, 2], bias [0, 1]
     x = f32([1, 3, 2, 6]).reshape(1, 4, 1, 1)
     scale, bias = f32([1, 2]).reshape(1, 2, 1, 1), f32([0, 1]).reshape(1, 2, 1, 1)
-    out = run("NORMALIZATION", [x, scale, bias], axes=(1 << 2) | (1 << 3), epsilon=0.0,
-              num_groups=2, compute_precision=None)
+    out = run_one("NORMALIZATION", [x, scale, bias], axes=(1 << 2) | (1 << 3), epsilon=0.0,
+                  num_groups=2, compute_precision=None)
     assert torch.equal(out.flatten(), f32([-1, 1, -1, 3]))
 
 
@@ -117,20 +108,20 @@ A, B = f32([[1, 2], [3, 4]]), f32([[5, 6], [7, 8]])
     (f32([1, 2]), "VECTOR", f32([3, 4]), "VECTOR", f32(11)),
 ])
 def test_matrix_multiply(a, op0, b, op1, expected):
-    assert torch.equal(run("MATRIX_MULTIPLY", [a, b], op0=op0, op1=op1), expected)
+    assert torch.equal(run_one("MATRIX_MULTIPLY", [a, b], op0=op0, op1=op1), expected)
 
 
 def test_matrix_multiply_broadcasts_batch():
     batch = torch.stack([A, 2 * A])  # (2, 2, 2) @ (2, 2)
-    out = run("MATRIX_MULTIPLY", [batch, B], op0="NONE", op1="NONE")
+    out = run_one("MATRIX_MULTIPLY", [batch, B], op0="NONE", op1="NONE")
     assert torch.equal(out, torch.stack([f32([[19, 22], [43, 50]]), f32([[38, 44], [86, 100]])]))
 
 
 def resize(x, shape=(), scales=(), mode="NEAREST", transform="ASYMMETRIC", rounding="FLOOR",
            selector="FORMULA"):
-    return run("RESIZE", [x], shape=shape, scales=scales, resize_mode=mode,
-               coordinate_transformation=transform, nearest_rounding=rounding,
-               selector_for_single_pixel=selector, cubic_coeff=-0.75, exclude_outside=False)
+    return run_one("RESIZE", [x], shape=shape, scales=scales, resize_mode=mode,
+                   coordinate_transformation=transform, nearest_rounding=rounding,
+                   selector_for_single_pixel=selector, cubic_coeff=-0.75, exclude_outside=False)
 
 
 RAMP3 = f32([[[0, 1, 2]]])
@@ -171,14 +162,14 @@ def test_resize_cubic_keys_kernel():
 
 
 def test_parametric_relu():
-    out = run("PARAMETRIC_RELU", [f32([-2, 3, 0]), f32([0.5, 0.5, 0.5])])
+    out = run_one("PARAMETRIC_RELU", [f32([-2, 3, 0]), f32([0.5, 0.5, 0.5])])
     assert torch.equal(out, f32([-1, 3, 0]))
 
 
 def grid_sample(grid, mode="LINEAR", align=True, sample="FILL"):
     x = f32([[[[1, 2], [3, 4]]]])
-    out = run("GRID_SAMPLE", [x, f32(grid).reshape(1, 1, -1, 2)], interpolation_mode=mode,
-              align_corners=align, sample_mode=sample)
+    out = run_one("GRID_SAMPLE", [x, f32(grid).reshape(1, 1, -1, 2)], interpolation_mode=mode,
+                  align_corners=align, sample_mode=sample)
     return out.flatten()
 
 
@@ -202,9 +193,9 @@ def test_grid_sample(kw, grid, expected):
 
 def conv1d(values, kernel, mode, stride=1, dilation=1, pre=0, post=0, kind="CONVOLUTION"):
     x = f32(values).reshape(1, 1, -1)
-    out = run(kind, [x], num_output_maps=1, kernel_size_nd=(len(kernel),), stride_nd=(stride,),
-              dilation_nd=(dilation,), num_groups=1, pre_padding=(pre,), post_padding=(post,),
-              padding_mode=mode, kernel=f32(kernel), bias=None)
+    out = run_one(kind, [x], num_output_maps=1, kernel_size_nd=(len(kernel),), stride_nd=(stride,),
+                  dilation_nd=(dilation,), num_groups=1, pre_padding=(pre,), post_padding=(post,),
+                  padding_mode=mode, kernel=f32(kernel), bias=None)
     return out.flatten().tolist()
 
 
@@ -250,9 +241,9 @@ def test_deconvolution_padding_modes(mode, kw, expected):
 
 
 def pool1d(values, kind, mode, window=2, stride=2, pre=0, post=0, exclude=False, blend=0.0):
-    out = run("POOLING", [f32(values).reshape(1, 1, -1)], type=kind, window_size_nd=(window,),
-              stride_nd=(stride,), pre_padding=(pre,), post_padding=(post,),
-              padding_mode=mode, average_count_excludes_padding=exclude, blend_factor=blend)
+    out = run_one("POOLING", [f32(values).reshape(1, 1, -1)], type=kind, window_size_nd=(window,),
+                  stride_nd=(stride,), pre_padding=(pre,), post_padding=(post,),
+                  padding_mode=mode, average_count_excludes_padding=exclude, blend_factor=blend)
     return out.flatten().tolist()
 
 
@@ -285,10 +276,10 @@ def test_max_pooling_same_modes(mode, window, expected):
 
 def test_max_average_blend():
     # window 2x2 over [[1, 2], [3, 4]]: max 4, average 2.5; 0.75 * 4 + 0.25 * 2.5 = 3.625
-    out = run("POOLING", [f32([[[[1, 2], [3, 4]]]])], type="MAX_AVERAGE_BLEND",
-              window_size_nd=(2, 2), stride_nd=(1, 1), pre_padding=(0, 0),
-              post_padding=(0, 0), padding_mode="EXPLICIT_ROUND_DOWN",
-              average_count_excludes_padding=False, blend_factor=0.25)
+    out = run_one("POOLING", [f32([[[[1, 2], [3, 4]]]])], type="MAX_AVERAGE_BLEND",
+                  window_size_nd=(2, 2), stride_nd=(1, 1), pre_padding=(0, 0),
+                  post_padding=(0, 0), padding_mode="EXPLICIT_ROUND_DOWN",
+                  average_count_excludes_padding=False, blend_factor=0.25)
     assert out.flatten().tolist() == [3.625]
 
 
@@ -296,9 +287,9 @@ def test_pooling_3d():
     # a 2x2x2 window over 0..7: max 7, average 3.5
     x = torch.arange(8, dtype=torch.float32).reshape(1, 1, 2, 2, 2)
     for kind, expected in (("MAX", 7.0), ("AVERAGE", 3.5)):
-        out = run("POOLING", [x], type=kind, window_size_nd=(2, 2, 2), stride_nd=(1, 1, 1),
-                  pre_padding=(0, 0, 0), post_padding=(0, 0, 0),
-                  padding_mode="EXPLICIT_ROUND_DOWN", average_count_excludes_padding=False)
+        out = run_one("POOLING", [x], type=kind, window_size_nd=(2, 2, 2), stride_nd=(1, 1, 1),
+                      pre_padding=(0, 0, 0), post_padding=(0, 0, 0),
+                      padding_mode="EXPLICIT_ROUND_DOWN", average_count_excludes_padding=False)
         assert out.flatten().tolist() == [expected]
 
 
@@ -351,21 +342,21 @@ MODES = ["EXPLICIT_ROUND_DOWN", "EXPLICIT_ROUND_UP", "SAME_UPPER", "SAME_LOWER"]
 def test_windows_against_loop(mode, kind, f, s, d, pre, post, exclude):
     x = torch.randn(7, 6, generator=torch.Generator().manual_seed(0))
     if kind == "CONVOLUTION":
-        out = run(kind, [x.reshape(1, 1, 7, 6)], num_output_maps=1, kernel_size_nd=(f, f),
-                  stride_nd=(s, s), dilation_nd=(d, d), num_groups=1, pre_padding=(pre, pre),
-                  post_padding=(post, post), padding_mode=mode, kernel=torch.ones(f * f),
-                  bias=None)
+        out = run_one(kind, [x.reshape(1, 1, 7, 6)], num_output_maps=1, kernel_size_nd=(f, f),
+                      stride_nd=(s, s), dilation_nd=(d, d), num_groups=1, pre_padding=(pre, pre),
+                      post_padding=(post, post), padding_mode=mode, kernel=torch.ones(f * f),
+                      bias=None)
     else:
-        out = run("POOLING", [x.reshape(1, 1, 7, 6)], type=kind, window_size_nd=(f, f),
-                  stride_nd=(s, s), pre_padding=(pre, pre), post_padding=(post, post),
-                  padding_mode=mode, average_count_excludes_padding=exclude)
+        out = run_one("POOLING", [x.reshape(1, 1, 7, 6)], type=kind, window_size_nd=(f, f),
+                      stride_nd=(s, s), pre_padding=(pre, pre), post_padding=(post, post),
+                      padding_mode=mode, average_count_excludes_padding=exclude)
     expected = window_loop(x.double(), kind, mode, f, s, d, pre, post, exclude)
     assert torch.allclose(out[0, 0].double(), expected, atol=1e-5)
 
 
 def norm(x, scale, bias, axes, groups=1, eps=0.0):
-    return run("NORMALIZATION", [x, scale, bias], axes=axes, epsilon=eps, num_groups=groups,
-               compute_precision=None)
+    return run_one("NORMALIZATION", [x, scale, bias], axes=axes, epsilon=eps, num_groups=groups,
+                   compute_precision=None)
 
 
 def test_group_normalization_per_channel_scale():
@@ -414,7 +405,7 @@ def test_layer_normalization_over_non_adjacent_axes():
 ])
 def test_lrn_cross_channel(window, expected):
     x = torch.arange(5, dtype=torch.float32).reshape(1, 5, 1, 1).expand(1, 5, 2, 2)
-    out = run("LRN", [x], window_size=window, alpha=1.0, beta=1.0, k=0.1)
+    out = run_one("LRN", [x], window_size=window, alpha=1.0, beta=1.0, k=0.1)
     assert torch.allclose(out[0, :, 1, 0], f32(expected))
     assert torch.equal(out[..., 0, 0], out[..., 1, 1])
 
@@ -423,5 +414,5 @@ def test_lrn_beta_and_rank_3():
     # rank 3 (C, H, W): channel dim 0. Channels [3, 4], window 3 sees both: sum 25;
     # (1 + 2/3 * 25) ^ 0.5 = sqrt(53/3)
     x = f32([3, 4]).reshape(2, 1, 1)
-    out = run("LRN", [x], window_size=3, alpha=2.0, beta=0.5, k=1.0)
+    out = run_one("LRN", [x], window_size=3, alpha=2.0, beta=0.5, k=1.0)
     assert torch.allclose(out.flatten(), f32([3, 4]) / math.sqrt(53 / 3))

@@ -20,15 +20,12 @@ from torch_trt_ref.runtime.reference.layers.quantize_ops import (
     represent,
     widen,
 )
-from torch_trt_ref.runtime.reference.registry import REFERENCE_LAYERS
 from torch_trt_ref.runtime.snapshot import LayerRecord, NetworkSnapshot, TensorInfo, take_snapshot
+
+from .conftest import f32, run
 
 NAN, INF = float("nan"), float("inf")
 PERM8 = (0, 1, 2, 3, 4, 5, 6, 7)
-
-
-def f32(values):
-    return torch.tensor(values, dtype=torch.float32)
 
 
 def values_of(x):
@@ -40,10 +37,6 @@ def same(actual, expected):
     """Exact equality of value lists, NaN equal to NaN, -0.0 equal to 0.0."""
     a, e = torch.tensor(actual, dtype=torch.float64), torch.tensor(expected, dtype=torch.float64)
     return a.shape == e.shape and bool(((a == e) | (a.isnan() & e.isnan())).all())
-
-
-def run(kind, inputs, **attrs):
-    return REFERENCE_LAYERS[kind].run(list(inputs), **attrs)
 
 
 # -- the types: rounding and saturation ------------------------------------------------------

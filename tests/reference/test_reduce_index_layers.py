@@ -7,11 +7,7 @@ import math
 import pytest
 import torch
 
-from torch_trt_ref.runtime.reference.registry import REFERENCE_LAYERS
-
-
-def run(kind, inputs, **attrs):
-    return REFERENCE_LAYERS[kind].run(list(inputs), **attrs)
+from .conftest import run
 
 
 def t(values, dtype=torch.float32):

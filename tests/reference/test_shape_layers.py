@@ -5,11 +5,7 @@ comment beside each expectation)."""
 import pytest
 import torch
 
-from torch_trt_ref.runtime.reference.registry import REFERENCE_LAYERS
-
-
-def run(kind, inputs, **attrs):
-    return REFERENCE_LAYERS[kind].run(list(inputs), **attrs)
+from .conftest import f32, run
 
 
 def i64(values):
@@ -18,10 +14,6 @@ def i64(values):
 
 def i32(values):
     return torch.tensor(values, dtype=torch.int32)
-
-
-def f32(values):
-    return torch.tensor(values, dtype=torch.float32)
 
 
 # -- SQUEEZE / UNSQUEEZE ----------------------------------------------------------------

@@ -5,22 +5,13 @@ TensorRT's documented operator semantics."""
 import pytest
 import torch
 
-from torch_trt_ref.runtime.reference.registry import REFERENCE_LAYERS
+from .conftest import f32, run_one
 
 PERM8 = (0, 1, 2, 3, 4, 5, 6, 7)  # TensorRT Permutations always carry 8 entries
 
 
-def run(kind, inputs, **attrs):
-    (out,) = REFERENCE_LAYERS[kind].run(list(inputs), **attrs)
-    return out
-
-
 def i64(values):
     return torch.tensor(values, dtype=torch.int64)
-
-
-def f32(values):
-    return torch.tensor(values, dtype=torch.float32)
 
 
 def grid(rows, cols):
@@ -31,23 +22,23 @@ def grid(rows, cols):
 # -- CONSTANT / IDENTITY / CAST ---------------------------------------------------------
 
 def test_constant_reshapes_flat_weights():
-    out = run("CONSTANT", [], shape=(2, 2), weights=f32([1.0, 2.0, 3.0, 4.0]))
+    out = run_one("CONSTANT", [], shape=(2, 2), weights=f32([1.0, 2.0, 3.0, 4.0]))
     assert torch.equal(out, f32([[1.0, 2.0], [3.0, 4.0]]))
 
 
 def test_identity_returns_input():
     x = i64([3, -1])
-    assert torch.equal(run("IDENTITY", [x]), x)
+    assert torch.equal(run_one("IDENTITY", [x]), x)
 
 
 def test_cast_float_to_int_truncates_toward_zero():
-    out = run("CAST", [f32([1.7, -1.7, 2.5, -0.5])], to_type="INT32")
+    out = run_one("CAST", [f32([1.7, -1.7, 2.5, -0.5])], to_type="INT32")
     assert out.dtype == torch.int32
     assert torch.equal(out, torch.tensor([1, -1, 2, 0], dtype=torch.int32))
 
 
 def test_cast_to_bool_is_nonzero():
-    out = run("CAST", [f32([0.0, -0.0, 0.25, -3.0])], to_type="BOOL")
+    out = run_one("CAST", [f32([0.0, -0.0, 0.25, -3.0])], to_type="BOOL")
     assert torch.equal(out, torch.tensor([False, False, True, True]))
 
 
@@ -55,48 +46,48 @@ def test_cast_to_bool_is_nonzero():
 
 def test_shuffle_transpose_reshape_transpose():
     x = grid(2, 3)  # [[0, 1, 2], [3, 4, 5]]
-    out = run("SHUFFLE", [x], first_transpose=(1, 0) + PERM8[2:], reshape_dims=(3, 2),
-              second_transpose=(1, 0) + PERM8[2:], zero_is_placeholder=False)
+    out = run_one("SHUFFLE", [x], first_transpose=(1, 0) + PERM8[2:], reshape_dims=(3, 2),
+                  second_transpose=(1, 0) + PERM8[2:], zero_is_placeholder=False)
     # transpose -> [[0, 3], [1, 4], [2, 5]]; reshape (3, 2) is a no-op; transpose back.
     assert torch.equal(out, f32([[0, 1, 2], [3, 4, 5]]))
 
 
 def test_shuffle_reshape_infers_minus_one():
-    out = run("SHUFFLE", [grid(2, 3)], first_transpose=PERM8, reshape_dims=(-1,),
-              second_transpose=PERM8, zero_is_placeholder=False)
+    out = run_one("SHUFFLE", [grid(2, 3)], first_transpose=PERM8, reshape_dims=(-1,),
+                  second_transpose=PERM8, zero_is_placeholder=False)
     assert torch.equal(out, f32([0, 1, 2, 3, 4, 5]))
 
 
 def test_shuffle_zero_is_placeholder_copies_input_dim():
     x = torch.zeros(2, 3, 4)
-    copied = run("SHUFFLE", [x], first_transpose=PERM8, reshape_dims=(0, -1),
-                 second_transpose=PERM8, zero_is_placeholder=True)
+    copied = run_one("SHUFFLE", [x], first_transpose=PERM8, reshape_dims=(0, -1),
+                     second_transpose=PERM8, zero_is_placeholder=True)
     assert copied.shape == (2, 12)
-    empty = run("SHUFFLE", [torch.zeros(0, 3)], first_transpose=PERM8, reshape_dims=(0, 5),
-                second_transpose=PERM8, zero_is_placeholder=False)
+    empty = run_one("SHUFFLE", [torch.zeros(0, 3)], first_transpose=PERM8, reshape_dims=(0, 5),
+                    second_transpose=PERM8, zero_is_placeholder=False)
     assert empty.shape == (0, 5)
 
 
 def test_shuffle_shape_tensor_input_overrides_reshape_dims():
-    out = run("SHUFFLE", [grid(2, 3), i64([3, 2])], first_transpose=PERM8,
-              reshape_dims=None, second_transpose=PERM8, zero_is_placeholder=False)
+    out = run_one("SHUFFLE", [grid(2, 3), i64([3, 2])], first_transpose=PERM8,
+                  reshape_dims=None, second_transpose=PERM8, zero_is_placeholder=False)
     assert torch.equal(out, f32([[0, 1], [2, 3], [4, 5]]))
 
 
 def test_shape_is_int64_vector():
-    out = run("SHAPE", [torch.zeros(2, 0, 5)])
+    out = run_one("SHAPE", [torch.zeros(2, 0, 5)])
     assert out.dtype == torch.int64 and torch.equal(out, i64([2, 0, 5]))
 
 
 def test_concatenation_along_axis():
-    out = run("CONCATENATION", [f32([[1.0], [2.0]]), f32([[3.0, 4.0], [5.0, 6.0]])], axis=1)
+    out = run_one("CONCATENATION", [f32([[1.0], [2.0]]), f32([[3.0, 4.0], [5.0, 6.0]])], axis=1)
     assert torch.equal(out, f32([[1, 3, 4], [2, 5, 6]]))
 
 
 # -- SLICE ------------------------------------------------------------------------------
 
 def slice_(x, start, shape, stride, mode="STRICT_BOUNDS", extra=()):
-    return run("SLICE", [x, *extra], start=start, shape=shape, stride=stride, mode=mode)
+    return run_one("SLICE", [x, *extra], start=start, shape=shape, stride=stride, mode=mode)
 
 
 def test_slice_static_strided():
@@ -164,7 +155,7 @@ def test_slice_axes_input_selects_dims():
 # -- GATHER (DEFAULT) / SELECT ----------------------------------------------------------
 
 def gather(data, indices, axis):
-    return run("GATHER", [data, indices], axis=axis, mode="DEFAULT", num_elementwise_dims=0)
+    return run_one("GATHER", [data, indices], axis=axis, mode="DEFAULT", num_elementwise_dims=0)
 
 
 def test_gather_default_axis1_with_matrix_indices():
@@ -194,16 +185,16 @@ def test_gather_negative_index_counts_from_the_end():
 def test_gather_default_one_elementwise_dim():
     # nb = 1: out[b, j] = data[b, idx[b, j]] along axis 1 (axis counts the batch dim)
     data = grid(2, 3)  # [[0, 1, 2], [3, 4, 5]]
-    out = run("GATHER", [data, i64([[2, 2], [0, 1]])], axis=1, mode="DEFAULT",
-              num_elementwise_dims=1)
+    out = run_one("GATHER", [data, i64([[2, 2], [0, 1]])], axis=1, mode="DEFAULT",
+                  num_elementwise_dims=1)
     assert torch.equal(out, f32([[2, 2], [3, 4]]))
 
 
 def test_gather_default_elementwise_dim_broadcasts_data():
     # data batch 1 broadcasts against indices batch 2; axis 2 of (1, 2, 3)
     data = grid(2, 3).reshape(1, 2, 3)
-    out = run("GATHER", [data, i64([[0], [2]])], axis=2, mode="DEFAULT",
-              num_elementwise_dims=1)
+    out = run_one("GATHER", [data, i64([[0], [2]])], axis=2, mode="DEFAULT",
+                  num_elementwise_dims=1)
     # out[b, r, j] = data[0, r, idx[b, j]]
     assert out.shape == (2, 2, 1)
     assert torch.equal(out, f32([[[0], [3]], [[2], [5]]]))
@@ -211,41 +202,41 @@ def test_gather_default_elementwise_dim_broadcasts_data():
 
 def test_select_broadcasts_condition():
     cond = torch.tensor([[True], [False]])
-    out = run("SELECT", [cond, f32([[1, 2]]), f32([[5, 6], [7, 8]])])
+    out = run_one("SELECT", [cond, f32([[1, 2]]), f32([[5, 6], [7, 8]])])
     assert torch.equal(out, f32([[1, 2], [7, 8]]))
 
 
 # -- FILL / PADDING ---------------------------------------------------------------------
 
 def test_fill_linspace_static():
-    out = run("FILL", [], shape=(4,), operation="LINSPACE", alpha=3.0, beta=-2.0,
-              to_type="INT64")
+    out = run_one("FILL", [], shape=(4,), operation="LINSPACE", alpha=3.0, beta=-2.0,
+                  to_type="INT64")
     assert out.dtype == torch.int64 and torch.equal(out, i64([3, 1, -1, -3]))
 
 
 def test_fill_linspace_dynamic_inputs_per_dim_delta():
     # out[i, j] = alpha + i * delta0 + j * delta1 (the documented 2-D example)
-    out = run("FILL", [i64([2, 3]), f32(0.0), f32([3.0, 1.0])], shape=(1, 1),
-              operation="LINSPACE", alpha=0.0, beta=1.0, to_type="FLOAT")
+    out = run_one("FILL", [i64([2, 3]), f32(0.0), f32([3.0, 1.0])], shape=(1, 1),
+                  operation="LINSPACE", alpha=0.0, beta=1.0, to_type="FLOAT")
     assert torch.equal(out, f32([[0, 1, 2], [3, 4, 5]]))
 
 
 def test_fill_linspace_dynamic_shape_static_alpha_beta():
-    out = run("FILL", [i64([3])], shape=(1,), operation="LINSPACE", alpha=0.5, beta=0.25,
-              to_type="FLOAT")
+    out = run_one("FILL", [i64([3])], shape=(1,), operation="LINSPACE", alpha=0.5, beta=0.25,
+                  to_type="FLOAT")
     assert torch.equal(out, f32([0.5, 0.75, 1.0]))
 
 
 def test_fill_linspace_int64_is_exact_beyond_float64():
     # alpha 2**53 + 1 is not a float64; TensorRT holds alpha/beta as int64 here
-    out = run("FILL", [], shape=(3,), operation="LINSPACE", alpha=2**53 + 1, beta=2,
-              to_type="INT64")
+    out = run_one("FILL", [], shape=(3,), operation="LINSPACE", alpha=2**53 + 1, beta=2,
+                  to_type="INT64")
     assert torch.equal(out, i64([2**53 + 1, 2**53 + 3, 2**53 + 5]))
 
 
 def test_fill_linspace_int32_from_float_parameters():
-    out = run("FILL", [], shape=(2, 2), operation="LINSPACE", alpha=1.0, beta=[10.0, 1.0],
-              to_type="INT32")
+    out = run_one("FILL", [], shape=(2, 2), operation="LINSPACE", alpha=1.0, beta=[10.0, 1.0],
+                  to_type="INT32")
     assert out.dtype == torch.int32
     assert torch.equal(out, torch.tensor([[1, 2], [11, 12]], dtype=torch.int32))
 
@@ -254,8 +245,8 @@ N = 200_000  # samples for the distribution checks below
 
 
 def random_fill(operation, alpha, beta, to_type="FLOAT", inputs=(), name="fill"):
-    return run("FILL", list(inputs), shape=(N,), operation=operation, alpha=alpha, beta=beta,
-               to_type=to_type, name=name)
+    return run_one("FILL", list(inputs), shape=(N,), operation=operation, alpha=alpha, beta=beta,
+                   to_type=to_type, name=name)
 
 
 def test_fill_random_uniform_range_and_moments():
@@ -287,8 +278,8 @@ def test_fill_random_alpha_beta_from_inputs_and_half_output():
 
 
 def test_fill_random_dynamic_shape_input():
-    out = run("FILL", [i64([3, 4])], shape=(1,), operation="RANDOM_NORMAL", alpha=0.0,
-              beta=1.0, to_type="FLOAT", name="f")
+    out = run_one("FILL", [i64([3, 4])], shape=(1,), operation="RANDOM_NORMAL", alpha=0.0,
+                  beta=1.0, to_type="FLOAT", name="f")
     assert out.shape == (3, 4) and out.dtype == torch.float32
 
 
@@ -302,13 +293,13 @@ def test_fill_random_is_deterministic_per_layer_name():
 
 def test_padding_pads_innermost_dims_and_crops_negative():
     x = f32([[[1, 2, 3], [4, 5, 6]]])  # (1, 2, 3)
-    out = run("PADDING", [x], pre_padding_nd=(1, -1), post_padding_nd=(0, 1))
+    out = run_one("PADDING", [x], pre_padding_nd=(1, -1), post_padding_nd=(0, 1))
     # rows: one zero row before; cols: drop the first, one zero after
     assert torch.equal(out, f32([[[0, 0, 0], [2, 3, 0], [5, 6, 0]]]))
 
 
 def test_slice_static_axes_attribute():
     # ISliceLayer.axes = (0,): start/shape/stride list only dim 0; dim 1 is kept whole
-    out = run("SLICE", [grid(3, 2)], start=(2,), shape=(2,), stride=(-2,),
-              mode="STRICT_BOUNDS", axes=(0,))
+    out = run_one("SLICE", [grid(3, 2)], start=(2,), shape=(2,), stride=(-2,),
+                  mode="STRICT_BOUNDS", axes=(0,))
     assert torch.equal(out, f32([[4, 5], [0, 1]]))  # rows 2, 0
