@@ -61,6 +61,24 @@ class _Block(torch.nn.Module):
         return z, w, v, u, t, self.bare(x), *r, a + b, c, m, n, *p, *o
 
 
+class _Convs(torch.nn.Module):
+    """The convolutions and the eval-mode batch norm: 1-, 2- and 3-D convolutions with the
+    default, given and one-element int lists, groups, a conv without bias, and an unbatched
+    input (traced)."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv1d(4, 4, 3, padding=[1])
+        self.c2 = torch.nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2, bias=False)
+        self.c3 = torch.nn.Conv3d(4, 2, 1)
+        self.bn = torch.nn.BatchNorm2d(6)
+
+    def forward(self, x):                                # [n, 4, 6, 6]
+        f = torch.nn.functional
+        return (self.c1(x.flatten(2)), self.bn(self.c2(x)), self.c3(x.unsqueeze(2)),
+                f.conv2d(x[0], self.c2.weight, groups=2, dilation=[2]))
+
+
 def _inputs():
     torch.manual_seed(0)
     return torch.randn(2, 4, 8), torch.randn(3, 8)
@@ -80,17 +98,19 @@ def _models():
     import transformers
 
     transformers.logging.set_verbosity_error()
+    x = torch.randn(2, 4, 6, 6, generator=torch.Generator().manual_seed(0))
     ids = torch.randint(0, 100, (1, 16), generator=torch.Generator().manual_seed(0))
     bert = transformers.BertModel(transformers.BertConfig(
         vocab_size=100, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
         intermediate_size=64)).eval()
     gpt2 = transformers.GPT2LMHeadModel(transformers.GPT2Config(
         vocab_size=100, n_embd=32, n_layer=2, n_head=2, use_cache=False)).eval()
-    return {"block": (_Block().eval(), _inputs()), "bert": (bert, (ids,)),
+    return {"block": (_Block().eval(), _inputs()), "convs": (_Convs().eval(), (x,)),
+            "bert": (bert, (ids,)),
             "gpt2": (gpt2, (ids,))}
 
 
-@pytest.mark.parametrize("name", ["block", "bert", "gpt2"])
+@pytest.mark.parametrize("name", ["block", "convs", "bert", "gpt2"])
 @pytest.mark.parametrize("dynamic", [False, True])
 def test_direct_rewrites_give_the_traced_graph(name, dynamic, monkeypatch):
     model, args = _models()[name]
@@ -98,24 +118,25 @@ def test_direct_rewrites_give_the_traced_graph(name, dynamic, monkeypatch):
     if dynamic:
         batch = torch.export.Dim("batch", min=2, max=32)
         rows = torch.export.Dim("rows", min=2, max=8)
-        shapes = ({0: batch}, {0: rows}) if name == "block" else ({1: batch},)
+        shapes = {"block": ({0: batch}, {0: rows}), "convs": ({0: batch},)}.get(
+            name, ({1: batch},))
     ep = torch.export.export(model, args, dynamic_shapes=shapes)
     direct_graph = _graph(ep)
-    monkeypatch.setattr(direct, "_SIMPLE", {})
+    monkeypatch.setattr(direct, "REWRITES", {})
     assert _graph(ep) == direct_graph
 
 
 def test_direct_rewrites_take_the_forms_they_handle():
     ep = torch.export.export(_Block().eval(), _inputs())
     seen = []
-    original = direct._SIMPLE
+    original = direct.REWRITES
     counting = {op: (lambda f: lambda *a: seen.append(f(*a)) or seen[-1])(fn)
                 for op, fn in original.items()}
     try:
-        direct._SIMPLE = counting
+        direct.REWRITES = counting
         node_by_node(ep, decomposition_table(SETTINGS))
     finally:
-        direct._SIMPLE = original
+        direct.REWRITES = original
     # 6 linears (5 rewritten, 1 traced: the non-contiguous input),
     # 5 transposes (4 / 1), 1 dropout, 2 layer norms, 4 reshapes (3 / 1), 1 split, 1 and,
     # 2 aranges, 2 max pools, 2 adaptive pools, 4 flattens (2 / 2), 1 no-op to,

@@ -145,3 +145,12 @@ def normalize_arguments(target: Any, args: tuple, kwargs: dict) -> tuple[tuple, 
     bound = sig.bind(*args, **kwargs)
     bound.apply_defaults()
     return (), dict(bound.arguments)
+
+
+def node_args(node: Node) -> dict[str, Any]:
+    """The node's ATen arguments by schema name, defaults applied, as converters receive
+    them (ATen's ``self`` is ``input``); tensor arguments are fx Nodes. Validators and the
+    direct lowering rewrites (``lowering.direct``) read their arguments here, never from
+    ``node.args[i]``."""
+    _, kwargs = normalize_arguments(node.target, node.args, node.kwargs)
+    return kwargs

@@ -289,7 +289,7 @@ def _decompose_nodes(gm: torch.fx.GraphModule, table: Mapping, tracing: _Tracing
     # A decomposition may emit ops the table decomposes further (a composite's C++ kernel
     # calls clamp_min, which the table turns into clamp): repeat until none is left, as
     # run_decompositions leaves none.
-    for _ in range(_MAX_ROUNDS):
+    for _ in range(MAX_ROUNDS):
         nodes = [n for n in gm.graph.nodes
                  if n.op == "call_function" and _needs_decomposition(n.target, table)]
         if not nodes:
@@ -309,12 +309,18 @@ def _decompose_nodes(gm: torch.fx.GraphModule, table: Mapping, tracing: _Tracing
         total += len(nodes)
     else:
         raise NotLocallyLowerable(f"decompositions still left ops to decompose after "
-                                  f"{_MAX_ROUNDS} rounds")
+                                  f"{MAX_ROUNDS} rounds")
     remove_dead_nodes(gm)  # the export's own dead nodes too (unused getitems)
     return total
 
 
-_MAX_ROUNDS = 8
+# Rounds of decomposing (here) and of functionalizing then decomposing (routes.node_by_node)
+# before the node-by-node route gives up (run_decompositions then lowers the program). A
+# round is needed per link of a chain a decomposition leaves (fill_ -> fill -> full_like);
+# every quick-zoo model needs at most 2. 8 rather than 4: a bound above
+# the need changes no result, and the smaller one could send a program with a longer chain
+# to the slow route.
+MAX_ROUNDS = 8
 
 
 def _signature(node: torch.fx.Node, inputs: list, position: dict):

@@ -17,6 +17,7 @@ from ..capture import flat_module
 from ..capture_errors import RESIZED_VIEW, resized_view_message
 from ..settings import CompilationSettings
 from .decompositions import (
+    MAX_ROUNDS,
     DecompositionLookup,
     NotLocallyLowerable,
     decompose_locally,
@@ -37,14 +38,11 @@ def node_by_node(ep: ExportedProgram, table: Mapping) -> GraphModule:
     # out-of-place op may be one the table decomposes (clamp_min -> clamp): repeat while
     # the decompositions leave writes (decompose_locally itself runs until the table covers
     # no node, so a round after one that left no write would find nothing to do).
-    for _ in range(_MAX_ROUNDS):
+    for _ in range(MAX_ROUNDS):
         functionalize_inplace(gm)
         if not decompose_locally(gm, table) or not writes_in_place(gm):
             return gm
-    raise NotLocallyLowerable(f"in-place ops still left after {_MAX_ROUNDS} rounds")
-
-
-_MAX_ROUNDS = 4
+    raise NotLocallyLowerable(f"in-place ops still left after {MAX_ROUNDS} rounds")
 
 
 def whole_program(ep: ExportedProgram, table: dict) -> GraphModule:

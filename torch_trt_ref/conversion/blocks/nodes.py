@@ -11,17 +11,9 @@ import torch
 from torch.fx import Node
 
 from ...weights import untraced
-from ..registry import normalize_arguments
+from ..registry import node_args
 
 FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
-
-
-def node_args(node: Node) -> dict[str, Any]:
-    """The node's ATen arguments by schema name, defaults applied, as converters receive
-    them (ATen's ``self`` is ``input``); tensor arguments are fx Nodes. Validators read
-    their arguments here, never from ``node.args[i]``."""
-    _, kwargs = normalize_arguments(node.target, node.args, node.kwargs)
-    return kwargs
 
 
 def fake(value: Any) -> Any:
