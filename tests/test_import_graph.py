@@ -56,7 +56,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("torch_trt_ref.compiler",),
     # 7: front ends over the compiler, and debugging tools
     ("torch_trt_ref.dynamo_backend", "torch_trt_ref.debug", "torch_trt_ref.commands",
-     "torch_trt_ref.llm"),
+     "torch_trt_ref.llm", "torch_trt_ref.mutable"),
     # 8: the public API package (``$``: this module only, not the modules under it)
     ("torch_trt_ref$",),
     # 9: the harness

@@ -10,7 +10,7 @@ and never executed, see ``runtime/refitter.py``), and in the PyTorch segments.""
 from __future__ import annotations
 
 import warnings
-from typing import Mapping
+from typing import Collection, Mapping
 
 import torch
 from torch.fx import GraphModule
@@ -38,14 +38,28 @@ def refit(compiled: GraphModule,
     outputs then equal those of a fresh compile of the new weights. Weights holding NaN or
     inf are taken as given (the outputs then hold them where eager's would), with a
     ``UserWarning`` naming each such weight."""
-    branches = compiled.branches if isinstance(compiled, BySize) else [compiled]
-    for branch in branches:  # a module compiled per box of sizes: refit each
-        _refit(branch, new_weights)
-    _warn_nonfinite(_state_dict(new_weights))
+    refit_engines(compiled, new_weights)
     return compiled
 
 
-def _refit(compiled: GraphModule, new_weights) -> None:
+def refit_engines(compiled: GraphModule,
+                  new_weights: torch.nn.Module | Mapping[str, torch.Tensor],
+                  changed: Collection[str] | None = None) -> list[str]:
+    """``refit``, returning the names of the engines whose weights were replaced.
+    ``changed``: the state-dict entries that differ from the weights ``compiled`` holds
+    now; only the engines and PyTorch-segment tensors computed from one of them (the
+    weight program's sources, i.e. the refit map) are replaced, the rest keep theirs.
+    ``None``: every weight is replaced."""
+    if isinstance(compiled, BySize):  # a module compiled per box of sizes: refit each
+        names = [f"branches.{i}.{name}" for i, branch in enumerate(compiled.branches)
+                 for name in _refit(branch, new_weights, changed)]
+    else:
+        names = _refit(compiled, new_weights, changed)
+    _warn_nonfinite(_state_dict(new_weights))
+    return names
+
+
+def _refit(compiled: GraphModule, new_weights, changed: Collection[str] | None) -> list[str]:
     program = getattr(compiled, "weight_program", None)
     if not isinstance(program, WeightProgram):
         raise TypeError("refit takes a module returned by torch_trt_ref.compile; "
@@ -56,6 +70,10 @@ def _refit(compiled: GraphModule, new_weights) -> None:
         values = program.run(state)
     except WeightProgramError as err:
         raise RefitError(str(err)) from err
+    if changed is not None:
+        changed = set(changed)
+        sources = program.sources()
+        values = {key: v for key, v in values.items() if changed.intersection(sources[key])}
     engines = {name: m for name, m in compiled.named_modules() if isinstance(m, EngineModule)}
     layers = {(name, layer.name): layer for name, m in engines.items()
               for layer in m.engine.snapshot.layers}
@@ -76,6 +94,7 @@ def _refit(compiled: GraphModule, new_weights) -> None:
         holder = getattr(engines[name], "handle", engines[name])
         # a deserialized engine, and the reference executor's CUDA graphs, hold the old weights
         holder._trt = holder._reference = None
+    return sorted(updated)
 
 
 def _warn_nonfinite(state: dict[str, torch.Tensor]) -> None:
@@ -88,7 +107,7 @@ def _warn_nonfinite(state: dict[str, torch.Tensor]) -> None:
     if bad:
         warnings.warn(f"refit: the new weights hold non-finite values (NaN/inf): "
                       f"{_names(bad)}; the module's outputs hold them where eager's do",
-                      stacklevel=3)
+                      stacklevel=4)
 
 
 def _state_dict(new_weights) -> dict[str, torch.Tensor]:
