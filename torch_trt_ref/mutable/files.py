@@ -25,6 +25,10 @@ _KEPT = ("settings", "_inputs", "_kwarg_inputs", "_ranges", "_applied", "_specs"
 
 
 def is_mutable_file(path: str | os.PathLike) -> bool:
+    """True for a file ``save_mutable`` wrote (anything else: False, and the program
+    loader says what is wrong with it)."""
+    if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
+        return False
     try:
         with zipfile.ZipFile(path) as archive:
             return MARKER in archive.namelist()
