@@ -3,7 +3,6 @@
 import torch
 
 from torch_trt_ref import CompilationSettings
-from torch_trt_ref.conversion.interpreter import select_converter
 from torch_trt_ref.conversion.registry import converter, normalize_arguments
 
 aten = torch.ops.aten
@@ -23,7 +22,7 @@ def test_user_converter_overrides_builtin_by_priority(registry):
     def mine(ctx, input):
         return input
 
-    support, reason = select_converter(_relu_node(), CompilationSettings(), registry)
+    support, reason = registry.select(_relu_node(), CompilationSettings())
     assert reason is None and support.implementation is mine
 
 
@@ -33,18 +32,18 @@ def test_rejecting_validator_falls_through_to_next_and_reasons_are_kept(registry
     def picky(ctx, input):
         return input
 
-    support, reason = select_converter(_relu_node(), CompilationSettings(), registry)
+    support, reason = registry.select(_relu_node(), CompilationSettings())
     assert support.implementation is not picky  # the built-in one accepted it
 
     registry.entries[aten.relu.default] = registry.entries[aten.relu.default][:1]
-    support, reason = select_converter(_relu_node(), CompilationSettings(), registry)
+    support, reason = registry.select(_relu_node(), CompilationSettings())
     assert support is None and reason == "only for testing"
 
 
 def test_missing_converter_reason(registry):
     graph = torch.fx.Graph()
     node = graph.call_function(aten.lgamma.default, ())
-    support, reason = select_converter(node, CompilationSettings(), registry)
+    support, reason = registry.select(node, CompilationSettings())
     assert support is None and "no converter for aten.lgamma.default" in reason
 
 

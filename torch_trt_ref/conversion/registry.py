@@ -1,5 +1,5 @@
 """The converter registry (D3): ATen overload -> ``ConverterSupport`` entries, ordered by
-priority. The partitioner and the interpreter ask it the same question."""
+priority. The partitioner and the interpreter ask it the same question (``select``)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import torch
 from torch.fx import Node
 
 from ..settings import CompilationSettings, op_name
+from .symbols import has_dynamic_shapes, makers, unbacked_symbols
 
 Validator = Callable[[Node, CompilationSettings], Optional[str]]
 BUILTIN_PRIORITY = 0
@@ -33,7 +34,7 @@ class ConverterSupport:
     priority: int = BUILTIN_PRIORITY
     family: str = "misc"
     # Handles tensors whose sizes are unbacked symbols (data-dependent, e.g. the u0 of
-    # nonzero's output) arriving as inputs: see interpreter.unbacked_symbols.
+    # nonzero's output) arriving as inputs: see symbols.unbacked_symbols.
     supports_unbacked_symbols: bool = False
     # Tensor arguments (schema names) the converter takes as torch.Tensor constants when
     # the graph passes one (convolution weights, a weight a matmul reads transposed); every
@@ -80,6 +81,42 @@ class ConverterRegistry:
 
     def copy(self) -> "ConverterRegistry":
         return ConverterRegistry({k: list(v) for k, v in self.entries.items()})
+
+    def select(self, node: Node, settings: CompilationSettings
+               ) -> tuple[ConverterSupport | None, str | None]:
+        """The capability question (D3), asked alike by the partitioner and the
+        interpreter: the highest-priority converter that accepts ``node``, or None and the
+        reason none does (no converter; data-dependent or symbolic sizes it does not
+        declare; its validator's reason)."""
+        candidates = self.candidates(node.target)
+        if not candidates:
+            return None, f"no converter for {op_name(node.target)}"
+        dynamic = has_dynamic_shapes(node)
+        read, made = unbacked_symbols(node) if dynamic else (set(), set())
+        reasons = []
+        for support in candidates:
+            # an op with an output allocator makes its own data-dependent sizes (nonzero's u0)
+            needed = read if support.requires_output_allocator else read | made
+            if needed and not support.supports_unbacked_symbols:
+                reasons.append(_unbacked_reason(node, needed, support))
+                continue
+            if dynamic and not support.supports_dynamic_shapes \
+                    and not settings.assume_dynamic_shape_support:
+                reasons.append(f"converter of {support.name} does not support dynamic shapes")
+                continue
+            reason = support.validate(node, settings)
+            if reason is None:
+                return support, None
+            reasons.append(reason)
+        return None, "; ".join(dict.fromkeys(reasons))
+
+
+def _unbacked_reason(node: Node, symbols: set, support: ConverterSupport) -> str:
+    names = ", ".join(sorted(str(s) for s in symbols))
+    made_by = makers(node, symbols)
+    where = f", made by {', '.join(made_by)}" if made_by else ""
+    return (f"its sizes depend on data (unbacked {names}{where}, no range to build for); "
+            f"converter of {support.name} does not declare unbacked=True")
 
 
 CONVERTERS = ConverterRegistry()

@@ -10,7 +10,6 @@ from pathlib import Path
 import torch
 
 from .. import accuracy
-from ..conversion.interpreter import select_converter
 from ..conversion.registry import CONVERTERS
 from ..settings import CompilationSettings, op_name, settings_json
 from .graphs import cast_graph
@@ -102,7 +101,7 @@ def user_converters(t, names: list[str]) -> tuple[list[tuple], list[str]]:
     found, notes = [], []
     for name in names:
         node = nodes[name]
-        support, _ = select_converter(node, t.settings, t.registry)
+        support, _ = t.registry.select(node, t.settings)
         if support is None or support in CONVERTERS.candidates(node.target):
             continue
         fn = support.implementation

@@ -13,7 +13,6 @@ from torch.fx import GraphModule, Node
 
 from .. import work
 from .._trt import is_trt_dtype_supported
-from ..conversion.interpreter import select_converter
 from ..conversion.registry import CONVERTERS, ConverterRegistry
 from ..lowering.program import lowered
 from ..settings import CompilationSettings, matches_op, op_name
@@ -87,7 +86,7 @@ def check_node(node: Node, settings: CompilationSettings,
     reason = _unsupported_dtype(node)
     if reason:
         return reason
-    _, reason = select_converter(node, settings, registry)
+    _, reason = registry.select(node, settings)
     return reason
 
 
