@@ -65,17 +65,37 @@ def example_args(values: Sequence[Any], device="cpu") -> tuple:
 
 
 def dynamic_shapes_for(specs: dict[str, Input]) -> dict[str, Any] | None:
-    """torch.export ``dynamic_shapes`` (by argument name) from Input ranges."""
+    """torch.export ``dynamic_shapes`` (by argument name) from Input ranges. Dims named in
+    ``shared_dims`` become one named ``Dim`` per name (``shared_dim``); the others are
+    ``Dim.DYNAMIC``, which lets export infer equalities between inputs."""
     if not any(s.is_dynamic for s in specs.values()):
         return None
-    shapes = {}
+    shapes, named = {}, {}
     for name, spec in specs.items():
-        dims = {}
+        dims, tags = {}, dict(spec.shared_dims)
         for d in spec.dynamic_dims:
-            # DYNAMIC (not a named Dim) lets export infer equalities between inputs.
-            dims[d] = Dim.DYNAMIC(min=spec.min_shape[d], max=spec.max_shape[d])
+            if d in tags:
+                dims[d] = shared_dim(named, tags[d], spec, name, d)
+            else:
+                dims[d] = Dim.DYNAMIC(min=spec.min_shape[d], max=spec.max_shape[d])
         shapes[name] = dims or None
     return shapes
+
+
+def shared_dim(named: dict[str, tuple], tag: str, spec: Input, where: str, d: int) -> Any:
+    """The one ``Dim`` of shared-dim name ``tag`` (made at its first use, kept in
+    ``named``); a second declaration with another min/opt/max is a ValueError naming
+    both."""
+    declared = (spec.min_shape[d], spec.opt_shape[d], spec.max_shape[d])
+    if tag not in named:
+        named[tag] = (Dim(tag, min=declared[0], max=declared[2]), declared, where, d)
+    dim, first, first_where, first_d = named[tag]
+    if declared != first:
+        raise ValueError(
+            f"shared dim {tag!r}: input {where!r} dim {d} declares min/opt/max {declared}, "
+            f"input {first_where!r} dim {first_d} declares {first}; axes that share a name "
+            "are one size, so they must declare one range (or use different names)")
+    return dim
 
 
 @contextmanager

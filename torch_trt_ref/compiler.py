@@ -56,7 +56,7 @@ from .partitioning.stitch import segment_name
 from .partitioning.upcast import upcast_missing_kernels
 from .ranges import profile_symbol_ranges, symbol_ranges, traced_ranges
 from .report import CompileReport, EngineRecord
-from .runtime.guard import InputDtypeGuard
+from .runtime.guard import InputDtypeGuard, SharedDimsGuard
 from .runtime.module import EngineModule, choose_executor
 from .runtime.opaque import require_opaque_handles
 from .settings import CompilationSettings, settings_json
@@ -248,11 +248,20 @@ def _dry_run(job: CompileJob, stitched: GraphModule, gm: GraphModule,
 
 def _guard_input_dtypes(stitched: GraphModule, job: CompileJob) -> None:
     """Install ``InputDtypeGuard`` on the compiled module: an input of another dtype than
-    the example it was compiled for is a TypeError, not a silent cast."""
+    the example it was compiled for is a TypeError, not a silent cast; and
+    ``SharedDimsGuard`` where inputs declare ``shared_dims``: tied axes of unequal sizes
+    are a ValueError."""
     model, inputs, kwarg_inputs, specs = job.model, job.inputs, job.kwarg_inputs, job.specs
     positional = [(n, spec.dtype) for n, spec in zip(input_names(model, len(inputs)), specs)]
     keyword = {k: spec.dtype for k, spec in zip(kwarg_inputs, specs[len(inputs):])}
     stitched.register_forward_pre_hook(InputDtypeGuard(positional, keyword), with_kwargs=True)
+    names = [n for n, _ in positional] + list(keyword)
+    ties: dict[str, list] = {}
+    for i, (name, spec) in enumerate(zip(names, specs)):
+        for dim, tag in spec.shared_dims:
+            ties.setdefault(tag, []).append((name, i if i < len(inputs) else None, dim))
+    if ties:
+        stitched.register_forward_pre_hook(SharedDimsGuard(ties), with_kwargs=True)
 
 
 def _hold_weights(stitched: GraphModule, ep: ExportedProgram) -> None:

@@ -17,7 +17,9 @@ class Input:
     "opt": ..., "max": ...}, ...])`` (Torch-TensorRT 2.14's spelling) declares several
     ranges: one engine with one optimization profile per entry (e.g. prefill and decode);
     the graph is captured over their envelope and the runtime picks a profile per call
-    (``runtime.profiles``)."""
+    (``runtime.profiles``). ``shared_dims={0: "batch"}`` names dynamic dims: axes of
+    different inputs that share a name are one ``torch.export.Dim`` (the same size at every
+    call), and must declare the same min/opt/max."""
 
     shape: tuple[int, ...] | None = None
     min_shape: tuple[int, ...] | None = None
@@ -29,8 +31,40 @@ class Input:
     high: float = 1.0
     # ((min, opt, max), ...) per optimization profile; () for one range
     profiles: tuple = ()
+    # ((dim, name), ...): dynamic dims tied to those of other inputs of the same name
+    shared_dims: tuple = ()
 
     def __post_init__(self):
+        self._normalize()
+        self._check_shared_dims()
+
+    def _check_shared_dims(self) -> None:
+        """``shared_dims`` as ((dim, name), ...) sorted by dim: each dim in range and
+        dynamic, each name an identifier."""
+        given = self.shared_dims
+        if isinstance(given, dict):
+            given = tuple(given.items())
+        if not isinstance(given, tuple) or not all(
+                isinstance(p, tuple) and len(p) == 2 for p in given):
+            raise ValueError(f"Input: shared_dims is a dict {{dim: name}}, e.g. {{0: 'batch'}}, "
+                             f"got {self.shared_dims!r}")
+        rank, out = len(self.opt_shape), {}
+        for dim, name in given:
+            if not isinstance(dim, int) or not -rank <= dim < rank:
+                raise ValueError(f"Input: shared_dims key {dim!r} is not a dim of a rank-{rank} "
+                                 f"input; accepted: ints in {-rank}..{rank - 1}")
+            dim %= rank
+            if not isinstance(name, str) or not name.isidentifier():
+                raise ValueError(f"Input: shared_dims name {name!r} (dim {dim}) must be a "
+                                 "Python identifier such as 'batch'")
+            if dim not in self.dynamic_dims:
+                raise ValueError(
+                    f"Input: shared_dims names dim {dim} ({name!r}), which is static (size "
+                    f"{self.opt_shape[dim]}); only dynamic dims (min < max) can be shared")
+            out[dim] = name
+        object.__setattr__(self, "shared_dims", tuple(sorted(out.items())))
+
+    def _normalize(self) -> None:
         if self.profiles:
             if isinstance(self.profiles[0], tuple):  # normalized already (dataclasses.replace)
                 for field in ("min_shape", "opt_shape", "max_shape"):
@@ -98,8 +132,9 @@ class Input:
         if not self.profiles:
             return self
         lo, opt, hi = self.profiles[index]
+        shared = tuple((d, n) for d, n in self.shared_dims if lo[d] != hi[d])
         return Input(min_shape=lo, opt_shape=opt, max_shape=hi, dtype=self.dtype,
-                     name=self.name, low=self.low, high=self.high)
+                     name=self.name, low=self.low, high=self.high, shared_dims=shared)
 
     @classmethod
     def from_tensor(cls, tensor: torch.Tensor, name: str | None = None) -> "Input":

@@ -37,3 +37,26 @@ def _check(name: str, dtype: torch.dtype, value: Any) -> None:
             f"input {name!r}: got a {value.dtype} tensor, but the module was compiled for "
             f"{dtype}. Pass a {dtype} tensor (e.g. value.to({dtype})), or compile again with "
             f"an example of dtype {value.dtype} (torch_trt_ref.Input(..., dtype={value.dtype})).")
+
+
+class SharedDimsGuard:
+    """A forward pre-hook like ``InputDtypeGuard``: axes declared as one size
+    (``Input(shared_dims={0: "batch"})``) must have one size at every call; otherwise a
+    ValueError names the axes and their sizes. ``ties``: name -> [(input name, position or
+    None, dim), ...]."""
+
+    def __init__(self, ties: dict[str, list[tuple[str, int | None, int]]]):
+        self.ties = ties
+
+    def __call__(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+        for tag, axes in self.ties.items():
+            sizes = []
+            for name, position, dim in axes:
+                value = (args[position] if position is not None and position < len(args)
+                         else kwargs.get(name))
+                if isinstance(value, torch.Tensor) and value.dim() > dim:
+                    sizes.append((name, dim, value.shape[dim]))
+            if len({size for _, _, size in sizes}) > 1:
+                shown = ", ".join(f"input {n!r} dim {d} is {s}" for n, d, s in sizes)
+                raise ValueError(f"shared dim {tag!r}: {shown}; these axes were compiled as "
+                                 "one size (Input(shared_dims=...)), so they must be equal")
