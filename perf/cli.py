@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import sys
 import time
@@ -19,14 +20,15 @@ from .gate.runner import (
     LOAD_LIMIT_PER_CORE,
     MAX_WAIT,
     as_records,
+    count_suite,
     header,
     revision,
     run_suite,
     say,
     wait_for_quiet,
 )
-from .gate.verdict import confirm_run, screen_run
-from .gate.worker import Pool
+from .gate.verdict import TIERS, ab_screen, confirm_run, recount_run, screen_run
+from .gate.worker import CountPool, Pool
 
 
 def _record(args, series, load_start, loaded, rev) -> Path:
@@ -45,7 +47,17 @@ def _record(args, series, load_start, loaded, rev) -> Path:
     return path
 
 
-def _calibration_runs(args, pool_factory) -> list[Path]:
+def _measure(args, suite, pool_factory, count_factory) -> dict:
+    """The series of one run: the time tier, then the count tier (``--tiers``)."""
+    series = {}
+    if "time" in args.tiers:
+        series.update(run_suite(suite, lambda: pool_factory(None, args.log), args.processes))
+    if "counts" in args.tiers:
+        series.update(count_suite(suite, lambda: count_factory(None, args.log, suite.models)))
+    return series
+
+
+def _calibration_runs(args, pool_factory, count_factory) -> list[Path]:
     """Record --runs quiet reruns at this commit; their paths."""
     suite = suites.suite(args.suite)
     rev = revision()  # every calibration run is labelled with the commit it started at
@@ -53,16 +65,16 @@ def _calibration_runs(args, pool_factory) -> list[Path]:
     for i in range(args.runs):
         say(f"calibration run {i + 1}/{args.runs}")
         load_start, loaded = wait_for_quiet(args.max_wait, args.load_limit)
-        series = run_suite(suite, lambda: pool_factory(None, args.log), args.processes)
+        series = _measure(args, suite, pool_factory, count_factory)
         paths.append(_record(args, series, load_start, loaded, rev))
     return paths
 
 
-def run_command(args, pool_factory=Pool) -> int:
+def run_command(args, pool_factory=Pool, count_factory=CountPool) -> int:
     suite = suites.suite(args.suite)
     rev = revision()
     load_start, loaded = wait_for_quiet(args.max_wait, args.load_limit)
-    series = run_suite(suite, lambda: pool_factory(None, args.log), args.processes)
+    series = _measure(args, suite, pool_factory, count_factory)
     for s in series.values():
         print(f"{s.name:60s} {s.statistic():12.6g} {s.unit:4s} ({len(s.samples)} samples)")
     if args.json:
@@ -72,7 +84,7 @@ def run_command(args, pool_factory=Pool) -> int:
     return 0
 
 
-def calibrate_command(args, pool_factory=Pool) -> int:
+def calibrate_command(args, pool_factory=Pool, count_factory=CountPool) -> int:
     if args.from_history:  # the recorded runs again (e.g. after the statistic changed)
         runs = [r for r in store.load_runs(args.history, suite=args.suite)
                 if store.commit_matches(r.commit, args.from_history)]
@@ -82,7 +94,7 @@ def calibrate_command(args, pool_factory=Pool) -> int:
         calibration = noise.calibrate(runs)
     else:
         calibration = noise.calibrate([store.read_run(p) for p in _calibration_runs(
-            args, pool_factory)])
+            args, pool_factory, count_factory)])
     out = noise.write_calibration(calibration, args.noise)
     unstable = sorted(n for n, e in calibration["series"].items()
                       if e["spread"] > noise.UNSTABLE)
@@ -107,7 +119,8 @@ def check_gate_args(args) -> None:
         args.base = resolve_commit(args.base)
 
 
-def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> int:
+def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print,
+                 count_factory=CountPool) -> int:
     check_gate_args(args)
     suite = suites.suite(args.suite)
     runs = store.load_runs(args.history, suite=suite.name)
@@ -120,26 +133,44 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print) -> 
     load_start, _ = wait_for_quiet(args.max_wait, args.load_limit)
     with pool_factory(None, args.log) as pool, contextlib.ExitStack() as stack:
         # the screen opens new servers each round; ``pool`` (side A) starts on first use
+        def count_pool():
+            return count_factory(None, args.log, suite.models)
+
         run = screen_run(suite, lambda: pool_factory(None, args.log), runs, calibration,
-                         annotations, args.processes, max_suspects=args.max_suspects)
+                         annotations, args.processes, max_suspects=args.max_suspects,
+                         open_count_pool=count_pool, tiers=args.tiers)
         _print_screen(run, out)
+        recount_run(run, suite, count_pool, out=out)
         base = args.base or runs[-1].commit
         if not args.base and not steps.same_code(base, "HEAD"):
             out(stale_history_note(base, suite.name))
+        trees: list = []  # the base's checkout, made once, on first use
+
+        def base_tree():
+            trees.append(trees[0] if trees else stack.enter_context(checkout(base)))
+            return trees[0]
+
+        if run.foreign and "time" in args.tiers:
+            out(f"not the history's machine: the canary moved x{run.foreign:.2f}; every "
+                f"compile series is screened A/B against {base[:10]} in this run (ABBA, "
+                f"{args.ab_each or rules.AB_EACH} processes a side), not against history")
+            ab_screen(run, lambda: stack.enter_context(pool_factory(None, args.log)),
+                      lambda: stack.enter_context(pool_factory(base_tree(), args.log)),
+                      args.ab_each, out=out, max_suspects=args.max_suspects)
         if run.chosen:
             out(f"confirming {len(run.chosen)} suspects A/B against {base[:10]} (ABBA, "
                 f"{args.ab_each or rules.AB_EACH} processes a side for compiles, "
                 f"{args.ab_each or rules.CHEAP_AB_EACH} for micro-benchmarks)")
 
         def base_pool():
-            return stack.enter_context(pool_factory(stack.enter_context(checkout(base)),
-                                                    args.log))
+            return stack.enter_context(pool_factory(base_tree(), args.log))
 
         confirm_run(run, pool, base_pool, args.ab_each, out=out)
     for series, why in run.unconfirmed.items():
         which = f"all {len(run.chosen)} suspects" if series == "*" else f"suspect {series}"
         out(f"WARNING: {which} left unconfirmed: {why}")
-    out(rules.summary(run.rows, len(run.chosen) + len(run.exact), len(run.regressed),
+    out(rules.summary(run.rows, len(run.chosen) + len(run.exact)
+                      + len(rules.count_suspects(run.rows)), len(run.regressed),
                       run.canary, (load_start[0], os.getloadavg()[0])))
     out(f"gate time {time.monotonic() - started:.0f} s")
     return 1 if run.regressed else 0
@@ -166,13 +197,28 @@ def _print_screen(run, out) -> None:
     for row in run.chosen:
         out(f"suspect {row.name}: x{row.ratio:.3f} vs history median, {row.z:.1f} "
             f"spreads ({row.spread.source} spread {row.spread.value:.3f})")
-    moved = sorted((r for r in run.rows if r.spread and r.verdict != "suspect"),
-                   key=lambda r: -r.z)[:3]
+    _print_counts(run, out)
+    moved = sorted((r for r in run.rows if r.spread and r.verdict != "suspect"
+                    and r.type != "work"), key=lambda r: -r.z)[:3]
     out("largest moves not suspect: " + ", ".join(
         f"{r.name} x{r.ratio:.2f} ({r.z:.1f} spreads)" for r in moved))
     unstable = [r.name for r in run.rows if r.verdict == "unstable"]
     if unstable:
         out(f"unstable (spread > {noise.UNSTABLE}, shown, not gated): {', '.join(unstable)}")
+
+
+def _print_counts(run, out) -> None:
+    """One line on the count tier: how many series, how many over threshold, the largest
+    move (a count's spread is ~0, so moves are shown as ratios, not spreads)."""
+    rows = [r for r in run.rows if r.type == "work"]
+    if not rows:
+        return
+    new = sum(r.verdict == "new" for r in rows)
+    judged = sorted((r for r in rows if r.ratio), key=lambda r: -abs(math.log(r.ratio)))
+    largest = (f"; largest move {judged[0].name} x{judged[0].ratio:.4f}" if judged else "")
+    out(f"count tier: {len(rows)} series, {len(rules.count_suspects(rows))} over their "
+        f"threshold (x{1 + rules.MIN_EFFECT['work']:.2f} or 4 spreads), "
+        f"{sum(r.verdict == 'improved' for r in rows)} improved, {new} new{largest}")
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -191,8 +237,20 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--load-limit", type=float, default=None,
                    help="1-minute load average above which a run waits, then is marked "
                         f"loaded (default {LOAD_LIMIT_PER_CORE:g} x cores)")
+    p.add_argument("--tiers", type=_tiers, default=TIERS,
+                   help="what to measure, comma-separated: time (CPU seconds, RSS, latency, "
+                        "work counters), counts (the count tier: interpreted work counted, "
+                        "docs/regressions.md); default both")
     p.add_argument("--log", type=Path, default=None,
                    help="append the measuring processes' stderr to this file")
+
+
+def _tiers(text: str) -> tuple[str, ...]:
+    tiers = tuple(t.strip() for t in text.split(",") if t.strip())
+    if not tiers or set(tiers) - set(TIERS):
+        raise argparse.ArgumentTypeError(f"--tiers {text!r}: give one or more of "
+                                         f"{', '.join(TIERS)}, comma-separated")
+    return tiers
 
 
 def add_subcommands(subparsers) -> None:

@@ -175,8 +175,17 @@ class FakePool:
         self.calls.append(group)
         k = len(self.calls)
         jitter = self.factor * (1 + 0.001 * (k % 3))
-        return {n: {"type": t, "unit": "s", "value": v if t == "count" else v * jitter}
+        return {n: {"type": t, "unit": "s",
+                    "value": v if t in ("count", "work") else v * jitter}
                 for n, (t, v) in self.values[group].items()}
+
+
+COUNTED = {"compile:m": {"compile/m/ops/lowering": ("work", 1000.0)}}
+
+
+def fake_counts(values=COUNTED):
+    """A count_factory: the count tier's server replaced by fixed counts."""
+    return lambda tree, log, models: FakePool(values)
 
 
 @pytest.fixture(autouse=True)
@@ -186,13 +195,20 @@ def _one_model_suite(monkeypatch):
 
 
 def _gate(tmp_path, current, base_factor=1.0, current_factor=1.0, base_fails=None,
-          current_fails=None, history_commit=COMMIT):
+          current_fails=None, history_commit=COMMIT, counted=COUNTED, history_factor=1.0):
+    """``perf gate`` with fake pools: ``current`` the time tier's values, ``counted`` the
+    count tier's; the history holds 10 quiet runs of 1.0 s (x ``history_factor``: recorded
+    on another machine) and 1000 counted ops."""
     history_values = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
                                     "compile/m/count/layers": ("count", 10.0)},
                       "canary": {"canary/cpu": ("cpu", 1.0)}}
     runs_dir = tmp_path / "history"
-    _runs(runs_dir, {n: (t, [v * f for f in QUIET]) for g in history_values.values()
-                     for n, (t, v) in g.items()}, commit=history_commit)
+    scale = history_factor if isinstance(history_factor, dict) else {}
+    recorded = {n: (t, [v * f * scale.get(n, 1.0 if scale else history_factor) for f in QUIET])
+                for g in history_values.values() for n, (t, v) in g.items()}
+    recorded["compile/m/count/layers"] = ("count", [10.0])
+    recorded["compile/m/ops/lowering"] = ("work", [1000.0])
+    _runs(runs_dir, recorded, commit=history_commit)
     # the screen measures 2 groups in 2 rounds; ``current_fails`` comes after it
     pools = {None: FakePool(current, current_factor, current_fails, fails_after=4),
              "base": FakePool(history_values, base_factor, base_fails)}
@@ -203,7 +219,8 @@ def _gate(tmp_path, current, base_factor=1.0, current_factor=1.0, base_fails=Non
                               "--noise", str(tmp_path / "none.json"), "--max-wait", "0",
                               "--load-limit", "1000"])
     code = gate_command(args, pool_factory=lambda tree, log: pools[tree],
-                        checkout=lambda rev: contextlib.nullcontext("base"), out=out.append)
+                        checkout=lambda rev: contextlib.nullcontext("base"), out=out.append,
+                        count_factory=fake_counts(counted))
     return code, out
 
 
@@ -213,7 +230,7 @@ def test_gate_passes_a_quiet_tree(tmp_path):
                                  "canary": {"canary/cpu": ("cpu", 1.0)}})
     assert code == 0
     summary = out[-2]
-    assert summary.startswith("3 series screened, 0 suspects, 0 confirmed; canary x1.00; load ")
+    assert summary.startswith("4 series screened, 0 suspects, 0 confirmed; canary x1.00; load ")
     assert summary.endswith("; 0 unstable")
 
 
@@ -223,6 +240,88 @@ def test_gate_fails_on_a_count(tmp_path):
                                  "canary": {"canary/cpu": ("cpu", 1.0)}})
     assert code == 1
     assert any(line.startswith("REGRESSED compile/m/count/layers") for line in out)
+
+
+QUIET_TREE = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
+                             "compile/m/count/layers": ("count", 10.0)},
+              "canary": {"canary/cpu": ("cpu", 1.0)}}
+
+
+@pytest.mark.parametrize("ops,expected", [(1020.0, 1), (1005.0, 0), (950.0, 0)])
+def test_the_count_tier_regresses_without_a_timing_ab(tmp_path, ops, expected):
+    """A counted series 2% over its history (counts repeat exactly: threshold x1.01) is
+    REGRESSED once a re-count agrees, with no A/B; 0.5% is under the threshold; fewer ops
+    is an improvement."""
+    code, out = _gate(tmp_path, QUIET_TREE,
+                      counted={"compile:m": {"compile/m/ops/lowering": ("work", ops)}})
+    assert code == expected
+    lines = [line for line in out if line.startswith("REGRESSED compile/m/ops")]
+    if expected:
+        assert lines == [f"REGRESSED compile/m/ops/lowering: {ops:g} s (history 1000, "
+                         f"x{ops / 1000:.4f}; re-counted {ops:g}; the count tier's threshold "
+                         "x1.010)"]
+        assert not any(line.startswith("confirming") for line in out)  # no timing A/B
+        assert "1 suspects, 1 confirmed" in out[-2]
+    else:
+        assert not any(line.startswith("REGRESSED") for line in out)
+    counts = next(line for line in out if line.startswith("count tier: "))
+    assert counts.startswith(f"count tier: 1 series, {expected} over their threshold")
+    assert (" 1 improved" in counts) == (ops < 1000)
+
+
+def test_a_count_that_does_not_repeat_is_a_flake(tmp_path):
+    """The re-count runs on a new count server; a count that does not repeat there is not
+    REGRESSED."""
+    first, again = ({"compile:m": {"compile/m/ops/lowering": ("work", v)}}
+                    for v in (1100.0, 1000.0))
+    opened: list = []
+
+    def factory(tree, log, models):
+        opened.append(FakePool(first if not opened else again))
+        return opened[-1]
+
+    history_values = {n: (t, [v]) for g in QUIET_TREE.values() for n, (t, v) in g.items()}
+    history_values["compile/m/ops/lowering"] = ("work", [1000.0])
+    _runs(tmp_path / "history", history_values)
+    parser = argparse.ArgumentParser()
+    add_subcommands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["perf", "gate", "--history", str(tmp_path / "history"),
+                              "--noise", str(tmp_path / "none.json"), "--max-wait", "0",
+                              "--load-limit", "1000"])
+    out: list[str] = []
+    code = gate_command(args, pool_factory=lambda tree, log: FakePool(QUIET_TREE),
+                        out=out.append, count_factory=factory)
+    assert code == 0 and len(opened) == 2
+    assert any(line.startswith("count flake (not repeated) compile/m/ops/lowering: 1100 s "
+                               "(history 1000, x1.1000; re-counted 1000") for line in out)
+
+
+def test_on_another_machine_compile_series_are_screened_ab(tmp_path):
+    """History recorded on a machine 3.5x faster for the canary but 3x for the compile (code
+    does not scale with a canary). A compile 20% slower than the base screens at x1.03
+    relative to the canary, under any threshold; the gate sees the machine is not the
+    history's and screens the compile A/B against the base instead: REGRESSED. The
+    unchanged tree passes, and on the history's machine the history screen is used."""
+    elsewhere = {"compile/m/cpu/total": 1 / 3.0, "canary/cpu": 1 / 3.5}
+    slower = {"compile:m": {**QUIET_TREE["compile:m"], "compile/m/cpu/total": ("cpu", 1.2)},
+              "canary": QUIET_TREE["canary"]}
+    code, out = _gate(tmp_path / "slower", slower, history_factor=elsewhere)
+    assert code == 1, out
+    assert any(line.startswith("not the history's machine: the canary moved x3.5")
+               for line in out)
+    assert any(line.startswith("A/B screen: suspect compile/m/cpu/total: x1.2") for line in out)
+    assert any(line.startswith("REGRESSED compile/m/cpu/total: x1.2") for line in out)
+    code, out = _gate(tmp_path / "same", QUIET_TREE, history_factor=elsewhere)
+    assert code == 0 and any(line.startswith("not the history's machine") for line in out)
+    assert not any(line.startswith(("A/B screen", "REGRESSED", "noise")) for line in out)
+    code, out = _gate(tmp_path / "home", QUIET_TREE)  # the history's machine
+    assert code == 0 and not any(line.startswith("not the history's") for line in out)
+    assert not any(line.startswith("A/B screen") for line in out)
+
+
+def test_foreign_machine_is_the_canary_beyond_the_minimum_effect():
+    rows = [rules.Screened("canary/cpu", "cpu", "s", v, 1.0) for v in (1.05, 1.2, 0.8)]
+    assert [rules.foreign_machine([r]) for r in rows] == [None, 1.2, 0.8]
 
 
 @pytest.mark.parametrize("base_factor,expected", [(1.0, 1), (1.4, 0)])
@@ -324,7 +423,8 @@ def _perf_run_record(history_dir: Path, values: dict, processes: int) -> int:
     args = parser.parse_args(["perf", "run", "--suite", "quick", "--record", "--processes",
                               str(processes), "--history", str(history_dir), "--max-wait",
                               "0", "--load-limit", "1000"])
-    return run_command(args, pool_factory=lambda tree, log: FakePool(values))
+    return run_command(args, pool_factory=lambda tree, log: FakePool(values),
+                       count_factory=fake_counts())
 
 
 def test_run_records_a_history_file(tmp_path):
@@ -379,12 +479,15 @@ def test_every_round_of_a_run_measures_on_fresh_servers(tmp_path):
         opened.append(FakePool(values))
         return opened[-1]
 
-    assert calibrate_command(args, pool_factory=factory) == 0
+    assert calibrate_command(args, pool_factory=factory, count_factory=fake_counts()) == 0
     assert len(opened) == 5 * 2 and all(p.calls == ["compile:m", "canary"] for p in opened)
     runs = store.load_runs(tmp_path)
     assert len(runs) == 5
     # each series records its rounds, so the statistic can take each round's minimum
-    assert {s.rounds for r in runs for s in r.series.values()} == {len(opened) // 5}
+    assert {s.rounds for r in runs for s in r.series.values()
+            if s.type != "work"} == {len(opened) // 5}
+    # the count tier: one process per group (counts repeat exactly)
+    assert {s.rounds for r in runs for s in r.series.values() if s.type == "work"} == {1}
     # --from-history measures nothing: the same spreads from the recorded runs
     written = (tmp_path / "n.json").read_text()
     (tmp_path / "n.json").unlink()

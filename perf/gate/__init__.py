@@ -4,4 +4,6 @@ keeps the run history (perf-data/history); ``noise``, ``changepoints`` and ``ste
 that history, ``rules`` holds the screen and A/B rules as pure functions, ``confirm``
 re-measures a suspect against the base commit and ``verdict`` chains one gate run;
 ``dashboard``/``plots`` render the history, ``families``/``inject`` feed the converter-family
-groups and the test-only slowdowns, ``sensitivity``/``replays`` check the gate itself."""
+groups and the test-only slowdowns, ``counting`` the count tier's measurement (interpreted
+work counted in a count server's child), ``sensitivity``/``count_sensitivity``/``replays``
+check the gate itself."""

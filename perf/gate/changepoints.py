@@ -42,7 +42,7 @@ from scipy.stats import ttest_ind_from_stats
 
 # The smallest step worth a change point, as a ratio: the minimum effects of the verdict rule
 # (issue 23: 10% for time, 5% for memory). Exact series (counts) change at any difference.
-MIN_EFFECT = {"cpu": 1.10, "wall": 1.10, "latency": 1.10, "rss": 1.05}
+MIN_EFFECT = {"cpu": 1.10, "wall": 1.10, "latency": 1.10, "rss": 1.05, "work": 1.01}
 
 
 @dataclass(frozen=True)

@@ -84,8 +84,11 @@ def suite_section(suite: str, runs: list[store.Run], calibration, annotations) -
     found = {n: steps.series_steps(n, runs, annotations) for n in names}
     baselines = {n: noise.baseline(n, runs, annotations) for n in names
                  if noise.has_baseline(n, runs, annotations)}
-    noisy = [n for n in names if _type(n, runs) in store.NOISY_TYPES]
-    exact = [n for n in names if n not in noisy]
+    counted = [n for n in names if _type(n, runs) == "work"]
+    noisy = [n for n in names if _type(n, runs) in store.NOISY_TYPES and n not in counted]
+    exact = [n for n in names if n not in noisy and n not in counted]
+    recounted = [n for n in counted if found[n] or len({r.series[n].statistic() for r in runs
+                                                        if n in r.series}) > 1]
     moved = [n for n in exact if found[n] or len({r.series[n].statistic() for r in runs
                                                   if n in r.series}) > 1]
     loaded = sum(r.loaded for r in runs)
@@ -101,6 +104,9 @@ def suite_section(suite: str, runs: list[store.Run], calibration, annotations) -
     parts.append(f"</div><h3>Exact series (counts, accuracy): {len(moved)} of {len(exact)} "
                  "changed</h3><div class=\"grid\">")
     parts += [_cell(n, runs, found[n], calibration, annotations) for n in moved]
+    parts.append(f"</div><h3>Count tier (interpreted work counted, docs/regressions.md): "
+                 f"{len(recounted)} of {len(counted)} series changed</h3><div class=\"grid\">")
+    parts += [_cell(n, runs, found[n], calibration, annotations) for n in recounted]
     parts.append("</div>")
     if len(moved) < len(exact):
         parts.append(f"<p>Unchanged over every run: {len(exact) - len(moved)} exact series "
@@ -133,11 +139,12 @@ def render(runs: list[store.Run], annotations: list[dict], calibration: dict | N
             f"{', '.join(map(html.escape, suites)) or 'none'}; {cal}; generated "
             f"{store.utc_now()}.</p>",
             f"<h2>Open regressions ({len(opened)})</h2>",
-            steps_table(opened) if opened else "<p>None.</p>",
-            f"<h2>All change points ({len(found)})</h2>",
-            steps_table(found) if found else "<p>None.</p>"]
+            steps_table(opened) if opened else "<p>None.</p>"]
+    # the trends first (a person reads them at a glance), the full table of steps below
     body += [suite_section(s, [r for r in runs if r.header["suite"] == s], calibration,
                            annotations) for s in suites]
+    body += [f"<h2>All change points ({len(found)})</h2>",
+             steps_table(found) if found else "<p>None.</p>"]
     body.append("<h2>Parameters</h2><pre>" + html.escape(json.dumps(parameters(), indent=1))
                 + "</pre>")
     return ("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>perf history</title>"

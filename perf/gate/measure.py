@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from . import inject
+from . import counting, inject
 from .suites import CANARY_SERIES, COLD_CANARY
 
 ROUND_SECONDS = 0.05  # a micro-benchmark round lasts at least this much CPU time
@@ -34,6 +34,12 @@ def measure(group: str, prepared: dict, spec: dict | None = None,
     """The series of ``group``; ``cases``: of a family, only the graphs of these case ids
     (an A/B converts the cases both trees built)."""
     kind, _, arg = group.partition(":")
+    if prepared.get("tier") == "counts":  # the count tier (a count server's child)
+        if kind == "compile":
+            return counting.count_compile(arg, spec)
+        if kind == "family":
+            return counting.count_family(arg, _select(prepared["families"][arg], cases), spec)
+        raise ValueError(f"the count tier counts compile:MODEL and family:NAME, not {group!r}")
     if kind == "compile":
         return compile_model(arg, spec)
     if kind == "family":

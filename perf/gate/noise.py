@@ -19,6 +19,7 @@ MAD_SCALE = 1.4826  # MAD x this estimates the standard deviation of a normal di
 SMALL_SAMPLE = {2: 1.196, 3: 1.495, 4: 1.363, 5: 1.206, 6: 1.200, 7: 1.140, 8: 1.129, 9: 1.107}
 MIN_HISTORY = 8  # points since the last change before history gives the spread
 MIN_CALIBRATION_RUNS = 5
+MIN_WORK_HISTORY = 2  # points of a count-tier series before its history gives the spread
 DEFAULT_SPREAD = 0.10  # no history, no calibration: a guess, said so (source "default")
 UNSTABLE = 0.15  # spread above this: shown, never gating
 PARAMS = {"estimator": "MAD of log statistic x 1.4826 x small-sample factor (Croux & "
@@ -73,16 +74,20 @@ def current_segment(name: str, runs: list[store.Run],
 
 
 def series_spread(name: str, runs: list[store.Run], calibration: dict | None = None,
-                  annotations: list[dict] | None = None) -> Spread:
+                  annotations: list[dict] | None = None, type_: str | None = None) -> Spread:
     """The spread of series ``name``: from history once it has MIN_HISTORY non-loaded points
     since its last change, else from ``calibration`` (noise.json's content), else the
-    default."""
+    default. A count of work (``type_`` "work") repeats exactly on every rerun and machine
+    measured (docs/regressions.md, "The count tier"): its spread comes from history from
+    MIN_WORK_HISTORY points on, and is 0 before."""
     logs = _logs([v for _, v in current_segment(name, runs, annotations)])
-    if len(logs) >= MIN_HISTORY:
+    if len(logs) >= (MIN_WORK_HISTORY if type_ == "work" else MIN_HISTORY):
         return Spread(robust_sd(logs), "history", len(logs))
     entry = (calibration or {}).get("series", {}).get(name)
     if entry is not None:
         return Spread(float(entry["spread"]), "calibration", int(entry["n"]))
+    if type_ == "work":
+        return Spread(0.0, "default", 0)
     return Spread(DEFAULT_SPREAD, "default", 0)
 
 

@@ -19,11 +19,13 @@ CATEGORIES = [
     ("CPU: phases, micro-benchmarks", "cpu", lambda n: not n.endswith("/total")),
     ("peak RSS", "rss", lambda n: True),
     ("latency", "latency", lambda n: True),
-    ("accuracy passes", "accuracy", lambda n: True)]  # wall time: in its small multiples
+    ("accuracy passes", "accuracy", lambda n: True),  # wall time: in its small multiples
+    # the count tier: bytecodes of our code, per compile (totals) and per family pass
+    ("count tier: bytecodes", "work", lambda n: n.endswith(("/ops/total", "/ops")))]
 BAND = 2  # the shaded band is baseline x exp(+-BAND x spread)
 COLORS = {"cpu": "#1f77b4", "rss": "#2ca02c", "latency": "#9467bd", "accuracy": "#8c564b",
           "wall": "#7f7f7f", "canary": "#d62728"}
-LINE_COLORS = ["#1f77b4", "#17becf", "#2ca02c", "#9467bd", "#8c564b"]
+LINE_COLORS = ["#1f77b4", "#17becf", "#2ca02c", "#9467bd", "#8c564b", "#ff7f0e"]
 
 
 def png(fig: Figure) -> str:
@@ -63,7 +65,7 @@ def overview(runs: list[store.Run], baselines: dict[str, float], title: str) -> 
         xs = [i for i, y in enumerate(ys) if y is not None]
         if not xs:
             continue
-        quiet = [i for i in xs if not runs[i].loaded]
+        quiet = [i for i in xs if not runs[i].loaded or kind in store.LOAD_FREE_TYPES]
         ax.plot(quiet, [ys[i] for i in quiet], "-", color=color, lw=1.2, label=label)
         ax.scatter(xs, [ys[i] for i in xs], s=14, color=color,
                    facecolors=["none" if runs[i].loaded else color for i in xs])
@@ -102,7 +104,8 @@ def small_multiple(name: str, runs: list[store.Run], found: list[steps.Step],
             [y for y, (_, r) in zip(ys, held) if not r.loaded], "-", color=color, lw=1, zorder=2)
     ax.scatter(xs, ys, s=10, color=color, zorder=3,
                facecolors=["none" if r.loaded else color for _, r in held])
-    quiet = [i for i, r in held if not r.loaded]  # steps index the non-loaded points
+    # steps index the points store.series_points keeps: non-loaded ones (and every count)
+    quiet = [i for i, r in held if not r.loaded or kind in store.LOAD_FREE_TYPES]
     if spread is not None and baseline and kind in store.NOISY_TYPES:
         start = quiet[found[-1].index] if found else (quiet[0] if quiet else 0)
         lo, hi = baseline * math.exp(-BAND * spread.value), baseline * math.exp(BAND * spread.value)

@@ -7,7 +7,10 @@ a suspect re-measured A/B (working tree A, base commit B, alternating fresh proc
 ABBA) is REGRESSED only when a one-sided exact Mann-Whitney test gives p < ALPHA and the
 ratio of medians is still above the minimum effect; otherwise it is noise (unconfirmed).
 Machine drift: when the canary and most time series moved the same way, time series are
-screened relative to the canary."""
+screened relative to the canary. The count tier (type "work": bytecodes and calls counted,
+perf/gate/counting.py) does not depend on the machine: a counted series more than
+SCREEN_SPREADS spreads and MIN_EFFECT["work"] above its history is REGRESSED once a
+re-count in a fresh process agrees (``recounted``), with no timing A/B."""
 
 from __future__ import annotations
 
@@ -21,7 +24,10 @@ from . import noise, store
 from .suites import CANARY_SERIES, COLD_CANARY, is_canary
 
 SCREEN_SPREADS = 4.0
-MIN_EFFECT = {"cpu": 0.10, "latency": 0.10, "rss": 0.05}  # time 10%, memory 5%
+# time 10%, memory 5%, counted work 1% (its spread over reruns and servers is 0: a 2% change
+# is 2x over it; docs/regressions.md, "The count tier")
+MIN_EFFECT = {"cpu": 0.10, "latency": 0.10, "rss": 0.05, "work": 0.01}
+TIME_TYPES = ("cpu", "latency")  # what machine drift moves
 MAX_SUSPECTS = 8
 ALPHA = 0.01
 AB_EACH = 6  # processes per side in a confirmation (ABBA order)
@@ -83,17 +89,32 @@ def screen(current: dict[str, store.Series], runs: list[store.Run],
         if s.type not in MIN_EFFECT or is_canary(name):
             row.verdict = "shown"  # wall time and the canaries are never gated
             continue
-        row.spread = noise.series_spread(name, runs, calibration, annotations)
+        row.spread = noise.series_spread(name, runs, calibration, annotations, s.type)
         log_ratio = _log_ratio(row.value, row.baseline)
-        if s.type != "rss":
+        if s.type in TIME_TYPES:
             log_ratio -= math.log(drift)
         row.z = log_ratio / max(row.spread.value, 1e-9)
+        limit = threshold(s.type, row.spread.value)
         if row.spread.unstable:
             row.verdict = "unstable"
-        elif (log_ratio > SCREEN_SPREADS * row.spread.value
-              and log_ratio > math.log1p(MIN_EFFECT[s.type])):
+        elif log_ratio > limit:
             row.verdict = "suspect"
+        elif s.type == "work" and log_ratio < -limit:
+            row.verdict = "improved"
     return out
+
+
+def threshold(type_: str, spread: float) -> float:
+    """The log ratio a series of ``type_`` must exceed to be a suspect: SCREEN_SPREADS
+    spreads and the type's minimum effect."""
+    return max(SCREEN_SPREADS * spread, math.log1p(MIN_EFFECT[type_]))
+
+
+def recounted(row: Screened, value: float) -> bool:
+    """Whether a counted suspect is REGRESSED: its re-count (a fresh process) is over the
+    threshold too. A count that does not repeat is a flake of the measurement, not a
+    regression (none was seen: docs/regressions.md)."""
+    return _log_ratio(value, row.baseline) > threshold(row.type, row.spread.value)
 
 
 def machine_drift(rows: list[Screened]) -> float | None:
@@ -110,10 +131,29 @@ def machine_drift(rows: list[Screened]) -> float | None:
     return canary.ratio if times and len(moved) >= DRIFT_FRACTION * len(times) else None
 
 
+def foreign_machine(rows: list[Screened]) -> float | None:
+    """The canary's ratio to its history when this machine is not the history's (the canary
+    moved by more than the time minimum effect either way: its own spread is ~1%), else
+    None. Then a history recorded elsewhere cannot screen time: code does not scale with a
+    canary (issue 38: canary x3-4, converter families x5-9), so compile series are screened
+    A/B against the base in the same run (verdict.ab_screen)."""
+    canary = next((r for r in rows if r.name == CANARY_SERIES and r.ratio), None)
+    if canary is None or abs(math.log(canary.ratio)) <= math.log1p(MIN_EFFECT["cpu"]):
+        return None
+    return canary.ratio
+
+
 def suspects(rows: list[Screened], limit: int = MAX_SUSPECTS) -> list[Screened]:
     """The noisy suspects to confirm, largest first, at most ``limit``."""
-    found = sorted((r for r in rows if r.verdict == "suspect"), key=lambda r: -r.z)
+    found = sorted((r for r in rows if r.verdict == "suspect" and r.type != "work"),
+                   key=lambda r: -r.z)
     return found[:limit]
+
+
+def count_suspects(rows: list[Screened]) -> list[Screened]:
+    """The count tier's suspects (re-counted, never A/B'd), largest ratio first."""
+    return sorted((r for r in rows if r.verdict == "suspect" and r.type == "work"),
+                  key=lambda r: -(r.ratio or 0))
 
 
 def ab_each(group: str) -> int:
@@ -164,6 +204,15 @@ def _fmt(values: list[float]) -> str:
 def exact_line(row: Screened) -> str:
     return (f"REGRESSED {row.name}: {row.value:g} (history {row.baseline:g}; a count is "
             "exact, any increase regresses)")
+
+
+def count_line(row: Screened, recount: float | None, regressed: bool) -> str:
+    """The verdict line of a count-tier suspect after its re-count."""
+    head = "REGRESSED" if regressed else "count flake (not repeated)"
+    again = "not re-counted" if recount is None else f"re-counted {recount:g}"
+    return (f"{head} {row.name}: {row.value:g} {row.unit} (history {row.baseline:g}, "
+            f"x{row.ratio:.4f}; {again}; the count tier's threshold "
+            f"x{math.exp(threshold(row.type, row.spread.value)):.3f})")
 
 
 def disturbance(current: dict[str, store.Series], runs: list[store.Run],

@@ -17,7 +17,7 @@ from typing import Callable
 from zoo.schema import cpu_model
 
 from . import store
-from .suites import Suite, group_of
+from .suites import CANARY, Suite, group_of
 from .worker import ROOT, Pool
 
 MAX_WAIT = 120.0  # seconds a run started under heavy load waits before it goes ahead
@@ -71,6 +71,24 @@ def run_suite(suite: Suite, open_pool: Callable[[], Pool], processes: int | None
                         s.samples.append(v["value"])
     for s in series.values():  # a round that lost a sample leaves one group (its minimum)
         s.rounds = processes if len(s.samples) % processes == 0 else 1
+    return series
+
+
+def count_suite(suite: Suite, open_pool: Callable[[], Pool], groups: list[str] | None = None,
+                inject: dict[str, dict] | None = None) -> dict[str, store.Series]:
+    """The count tier of ``suite`` (or ``groups``): one fresh process per group from one
+    count server (``open_pool()``: a worker.CountPool); counts repeat exactly, so one
+    process is the measurement (docs/regressions.md, "The count tier")."""
+    series: dict[str, store.Series] = {}
+    start = time.monotonic()
+    with open_pool() as pool:
+        groups = groups or [g for g in suite.groups(pool.families() if suite.families else [])
+                            if g != CANARY]
+        for i, group in enumerate(groups, 1):
+            if i % 10 == 1 or i == len(groups):
+                say(f"counting: {group} ({i}/{len(groups)}, {time.monotonic() - start:.0f} s)")
+            for name, v in pool.measure(group, (inject or {}).get(group)).items():
+                series[name] = store.Series(name, v["unit"], v["type"], [v["value"]])
     return series
 
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from . import noise, rules, store, suites
 from .confirm import base_checkout
 from .runner import say
-from .verdict import confirm_run, screen_run
+from .verdict import ab_screen, confirm_run, screen_run
 from .worker import Pool
 
 OUT = store.DATA / "results" / "sensitivity.json"
@@ -37,11 +37,25 @@ OUT = store.DATA / "results" / "sensitivity.json"
 
 def injections(args, models: tuple[str, ...]) -> dict[str, dict]:
     """The test-only slowdown of each injected group (``models``: the suite's)."""
-    inject = {f"compile:{m}": {"compile_slower": 0.3} for m in models}
+    if args.control:  # the unchanged tree: every REGRESSED is a false alarm
+        return {}
+    inject = {f"compile:{m}": {"compile_slower": args.compile_slower} for m in models}
     inject[f"compile:{args.model2}"] = {**inject.get(f"compile:{args.model2}", {}),
                                         "unsupported": args.op}
-    inject[f"family:{args.family}"] = {"family": args.family, "slower": 0.2}
+    inject[f"family:{args.family}"] = {"family": args.family, "slower": args.family_slower}
     return inject
+
+
+def scaled(runs: list, factor: float) -> list:
+    """``runs`` with their time samples (CPU, wall, latency) divided by ``factor``: a
+    history as if recorded on a machine ``factor`` times faster (issue 38)."""
+    if factor == 1:
+        return runs
+    for run in runs:
+        for s in run.series.values():
+            if s.type in ("cpu", "wall", "latency"):
+                s.samples = [v / factor for v in s.samples]
+    return runs
 
 
 def targets(args, models: tuple[str, ...]) -> dict[str, str | list[str]]:
@@ -55,7 +69,9 @@ def targets(args, models: tuple[str, ...]) -> dict[str, str | list[str]]:
 def _trial(run, load_start: float, seconds: float) -> dict:
     return {"load_start": load_start, "load_end": os.getloadavg()[0],
             "seconds": round(seconds, 1), "drift": run.drift, "disturbed": run.disturbed,
-            "canary": run.canary,
+            "canary": run.canary, "foreign": run.foreign,
+            "ab_screen": {c.name: {"a": c.a, "b": c.b, "pvalue": c.pvalue, "ratio": c.ratio,
+                                   "regressed": c.regressed} for c in run.ab_screen},
             "screen": {r.name: {"verdict": r.verdict, "ratio": r.ratio, "z": round(r.z, 3),
                                 "spread": r.spread.value if r.spread else None}
                        for r in run.rows},
@@ -82,10 +98,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--base", default="HEAD", help="commit the suspects are confirmed "
                    "against (default HEAD; an older one: its library under this checkout's "
                    "measurement code, docs/regressions.md)")
+    p.add_argument("--compile-slower", type=float, default=0.3)
+    p.add_argument("--family-slower", type=float, default=0.2)
+    p.add_argument("--control", action="store_true",
+                   help="inject nothing: the unchanged tree (false alarms)")
+    p.add_argument("--history-scale", type=float, default=1.0,
+                   help="divide the history's time samples by this: a history recorded on "
+                        "a machine this many times faster (the A/B screen then runs)")
     p.add_argument("--out", type=Path, default=OUT)
     args = p.parse_args(argv)
     suite = suites.suite("quick")
-    runs = store.load_runs(suite=suite.name)
+    runs = scaled(store.load_runs(suite=suite.name), args.history_scale)
     calibration = noise.load_calibration()
     annotations = store.load_annotations()
     inject = injections(args, suite.models)
@@ -99,9 +122,12 @@ def main(argv: list[str] | None = None) -> int:
         for i in range(args.trials):  # fresh servers on both sides, as each gate run has
             say(f"trial {i + 1}/{args.trials} ({time.monotonic() - started:.0f} s)")
             load, t0 = os.getloadavg()[0], time.monotonic()
-            with Pool(log=log) as pool, Pool(tree, log) as base:
+            with Pool(log=log) as pool, Pool(tree, log) as base, \
+                    Pool(log=log) as screen_a, Pool(tree, log) as screen_b:
                 run = screen_run(suite, lambda: Pool(log=log), runs, calibration, annotations,
-                                 inject=inject)
+                                 inject=inject, tiers=("time",))
+                if run.foreign:  # not the history's machine: compile series screened A/B
+                    ab_screen(run, lambda: screen_a, lambda: screen_b, inject=inject, out=say)
                 confirm_run(run, pool, lambda: base, inject=inject,
                             out=say)
             results["trials"].append(_trial(run, load, time.monotonic() - t0))

@@ -20,9 +20,14 @@ ANNOTATIONS = "annotations.jsonl"
 SCHEMA = 1
 HEADER_KEYS = ("commit", "parent", "suite", "time", "machine", "load", "loaded", "versions",
                "dirty")
-SERIES_TYPES = ("cpu", "wall", "rss", "latency", "count", "accuracy")
+SERIES_TYPES = ("cpu", "wall", "rss", "latency", "count", "accuracy", "work")
 ACTIONS = ("accept", "ignore", "machine")
-NOISY_TYPES = ("cpu", "wall", "rss", "latency")  # judged on log ratios; the rest are exact
+# judged on log ratios against a spread; the rest are exact. "work": the count tier's counts of
+# interpreted work (bytecodes, calls), machine-independent but judged on a ratio, since a
+# change to the library moves them a little (perf/gate/counting.py)
+NOISY_TYPES = ("cpu", "wall", "rss", "latency", "work")
+# what load cannot change: a run marked loaded still counts for these (a count of work done)
+LOAD_FREE_TYPES = ("work",)
 
 
 @dataclass
@@ -48,12 +53,12 @@ class Series:
         """The one number of this run. Times: the mean over rounds of each round's minimum
         (within a round interference only ever adds time; between rounds the servers' memory
         layouts differ both ways, so they are averaged: Note [Round minimum]); the median for
-        RSS, the exact value for counts and accuracy."""
+        RSS and the count tier's work, the exact value for counts and accuracy."""
         if not self.samples:
             raise ValueError(f"series {self.name!r} has no samples")
         if self.type in ("cpu", "wall", "latency"):
             return statistics.fmean(min(r) for r in self.round_samples())
-        if self.type == "rss":
+        if self.type in ("rss", "work"):
             return statistics.median(self.samples)
         return self.samples[0]
 
@@ -286,9 +291,10 @@ def query(sql: str, runs: list[Run]) -> tuple[list[str], list[tuple]]:
 
 def series_points(name: str, runs: list[Run], loaded: bool = False) -> list[tuple[Run, float]]:
     """(run, statistic) of every run holding series ``name``, oldest first; runs marked loaded
-    are left out unless ``loaded``."""
+    are left out unless ``loaded`` (or the series counts work: load does not change it)."""
     return [(r, r.series[name].statistic()) for r in runs
-            if name in r.series and (loaded or not r.loaded)]
+            if name in r.series and (loaded or not r.loaded
+                                     or r.series[name].type in LOAD_FREE_TYPES)]
 
 
 def series_names(runs: list[Run]) -> list[str]:

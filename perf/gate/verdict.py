@@ -1,6 +1,8 @@
 """One run of the regression gate, as ``perf gate`` and perf/gate/sensitivity.py both use it:
-measure the suite on the working tree, screen every series against history, then confirm
-the suspects A/B against the base (perf/gate/confirm.py). Printing and exit codes stay in
+measure the suite on the working tree (time tier and count tier), screen every series
+against history, re-count the count tier's suspects, on a machine that is not the
+history's screen the compile series A/B against the base instead, then confirm the time
+suspects A/B against the base (perf/gate/confirm.py). Printing and exit codes stay in
 perf/cli.py; test-only slowdowns (perf/gate/inject.py) come in per group."""
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from typing import Callable
 
 from . import rules, store
 from .confirm import BaseCannotMeasure, confirm_group
-from .runner import grouped, run_suite
-from .suites import Suite
+from .runner import count_suite, grouped, run_suite
+from .suites import Suite, group_of
+
+TIERS = ("time", "counts")
 
 
 @dataclass
@@ -26,6 +30,16 @@ class GateRun:
     # why suspects could not be confirmed: {series, or "*" for every suspect: why}
     unconfirmed: dict[str, str] = field(default_factory=dict)
     current: dict[str, store.Series] = field(default_factory=dict)  # what was measured
+    recounts: dict[str, float] = field(default_factory=dict)  # count suspect: its re-count
+    # the canary's ratio when this machine is not the history's: compile series screened A/B
+    foreign: float | None = None
+    ab_screen: list[rules.Confirmation] = field(default_factory=list)  # that screen's A/Bs
+
+    @property
+    def counted(self) -> list[rules.Screened]:
+        """The count tier's suspects whose re-count agreed: REGRESSED without a timing A/B."""
+        return [r for r in rules.count_suspects(self.rows)
+                if r.name in self.recounts and rules.recounted(r, self.recounts[r.name])]
 
     @property
     def exact(self) -> list[rules.Screened]:
@@ -37,8 +51,10 @@ class GateRun:
 
     @property
     def regressed(self) -> list[str]:
-        """Every series this run calls REGRESSED: exact ones, then confirmed ones."""
-        return [r.name for r in self.exact] + [c.name for c in self.confirmed]
+        """Every series this run calls REGRESSED: exact ones, counted ones (re-counted),
+        then confirmed ones."""
+        return ([r.name for r in self.exact] + [r.name for r in self.counted]
+                + [c.name for c in self.confirmed])
 
     @property
     def canary(self) -> float | None:
@@ -48,17 +64,90 @@ class GateRun:
 def screen_run(suite: Suite, open_pool, runs: list[store.Run], calibration: dict | None,
                annotations: list[dict], processes: int | None = None,
                inject: dict[str, dict] | None = None,
-               max_suspects: int = rules.MAX_SUSPECTS) -> GateRun:
+               max_suspects: int = rules.MAX_SUSPECTS, open_count_pool=None,
+               tiers: tuple[str, ...] = TIERS) -> GateRun:
     """Measure ``suite`` on servers from ``open_pool()`` (``inject``: a test-only slowdown
-    per group) and screen it against ``runs``, relative to the canary when the machine
-    drifted; the suspects to confirm are at most ``max_suspects``, furthest first."""
-    current = run_suite(suite, open_pool, processes, inject=inject)
+    per group), and its count tier on a server from ``open_count_pool()`` (none: no count
+    tier), and screen it against ``runs``, relative to the canary when the machine drifted;
+    the suspects to confirm are at most ``max_suspects``, furthest first. On a machine that
+    is not the history's (``rules.foreign_machine``) ``run.foreign`` is set: ``ab_screen``
+    then screens its compile series."""
+    current: dict[str, store.Series] = {}
+    if "time" in tiers:
+        current.update(run_suite(suite, open_pool, processes, inject=inject))
+    if "counts" in tiers and open_count_pool is not None:
+        current.update(count_suite(suite, open_count_pool, inject=inject))
     rows = rules.screen(current, runs, calibration, annotations)
     drift = rules.machine_drift(rows)
     if drift:
         rows = rules.screen(current, runs, calibration, annotations, drift)
     return GateRun(rows, drift, rules.disturbance(current, runs, annotations),
-                   rules.suspects(rows, max_suspects), current=current)
+                   rules.suspects(rows, max_suspects), current=current,
+                   foreign=rules.foreign_machine(rows))
+
+
+def recount_run(run: GateRun, suite: Suite, open_count_pool,
+                inject: dict[str, dict] | None = None,
+                out: Callable[[str], None] = lambda line: None) -> GateRun:
+    """Re-count the groups of the count tier's suspects on a new count server (a flake of
+    the measurement would not repeat); ``out`` gets one line per suspect."""
+    found = rules.count_suspects(run.rows)
+    if not found:
+        return run
+    groups = sorted({group_of(r.name) for r in found})
+    again = count_suite(suite, open_count_pool, groups, inject=inject)
+    for row in found:
+        if row.name in again:
+            run.recounts[row.name] = again[row.name].statistic()
+    counted = {r.name for r in run.counted}
+    for row in found:
+        value = run.recounts.get(row.name)
+        out(rules.count_line(row, value, row.name in counted))
+    return run
+
+
+def ab_screen(run: GateRun, open_a: Callable[[], object], open_b: Callable[[], object],
+              ab_each: int | None = None, inject: dict[str, dict] | None = None,
+              out: Callable[[str], None] = lambda line: None,
+              max_suspects: int = rules.MAX_SUSPECTS) -> GateRun:
+    """On a machine that is not the history's, a history recorded elsewhere cannot screen
+    time (issue 38: the canary moved x3-4, code moved x3-9, and a 30% slower compile passed):
+    every gated time series of every compile group is measured A/B against the base on
+    servers of its own (``open_a()``, ``open_b()``, opened here), and a series that passes
+    the confirmation rule there becomes the suspect (its history verdict is replaced); the
+    confirm step then re-measures it on new servers. Other groups (converter families,
+    whose counts the count tier judges) and peak RSS keep the history screen."""
+    groups = sorted({group_of(r.name) for r in run.rows if r.name.startswith("compile/")
+                     and r.type in rules.TIME_TYPES})
+    if not groups:
+        return run
+    try:
+        pool_b = open_b()
+    except ValueError as err:  # the base is not in this clone: keep the history screen
+        run.unconfirmed["ab-screen"] = str(err)
+        return run
+    pool_a = open_a()
+    by_name = {r.name: r for r in run.rows}
+    flagged = []
+    for group in groups:
+        names = [r.name for r in run.rows if group_of(r.name) == group and
+                 r.type in rules.TIME_TYPES and r.verdict in ("ok", "suspect")]
+        try:
+            found = confirm_group(group, names, pool_a, pool_b,
+                                  ab_each or rules.ab_each(group), (inject or {}).get(group))
+        except BaseCannotMeasure as err:
+            run.unconfirmed["ab-screen " + group] = str(err)
+            continue
+        for c in found:
+            run.ab_screen.append(c)
+            by_name[c.name].verdict = "suspect" if c.regressed else "ok"
+            if c.regressed:
+                flagged.append(by_name[c.name])
+                out("A/B screen: suspect " + c.line().removeprefix("REGRESSED "))
+    # every suspect of the A/B screen is confirmed; the history screen's others after them
+    run.chosen = flagged + [r for r in rules.suspects(run.rows, max_suspects)
+                            if r not in flagged][:max(0, max_suspects - len(flagged))]
+    return run
 
 
 def confirm_run(run: GateRun, pool, base_pool: Callable[[], object],

@@ -72,7 +72,7 @@ def fork_measure(group: str, prepared: dict, spec: dict | None,
     return json.loads(text)
 
 
-def serve(kind: str) -> None:
+def serve(kind: str, models: list[str] | None = None, families: bool = True) -> None:
     import warnings
 
     warnings.simplefilter("ignore")
@@ -85,9 +85,12 @@ def serve(kind: str) -> None:
 
     from . import measure
 
-    prepared: dict = {}
+    prepared: dict = {"tier": "counts" if kind == COUNTS else "time"}
     groups = {"families": [], "cases": {}, "skipped": {}, "library": torch_trt_ref.__file__}
-    if kind == "families":
+    if kind == COUNTS:  # Note [What a count server holds]
+        for name in models or []:
+            _warm(f"compile:{name}", prepared)
+    if kind == "families" or (kind == COUNTS and families):
         from .families import SKIPPED
 
         prepared["families"] = measure.load_family_graphs()
@@ -104,6 +107,14 @@ def serve(kind: str) -> None:
                 request["group"], prepared, request.get("inject"), request.get("cases"))
         replies.write(json.dumps(reply) + "\n")
         replies.flush()
+
+
+# Note [What a count server holds]: a forked child's counts of torch's code depend on what its
+# server did before the fork (torch's caches: lgamma_graph's capture made 16803 calls into
+# torch in a server that had built only that model, 16891 in one that had built all four of
+# the quick suite). So a count server builds every model of its suite, in the suite's order,
+# then the family graphs, and only then forks; every child starts from the same state.
+COUNTS = "counts"
 
 
 def _freeze() -> None:
@@ -139,6 +150,10 @@ class Pool:
     """Measuring servers for the library of ``tree`` (default: this checkout), started on
     first use, one per server kind."""
 
+    kind: str | None = None  # the one server kind of every group (None: by group)
+    models: tuple[str, ...] = ()  # what a count server builds before its first fork
+    with_families = True  # a count server builds the family graphs too
+
     def __init__(self, tree: Path | None = None, log: Path | None = None):
         self.tree = Path(tree or ROOT).resolve()
         self.log = log
@@ -168,12 +183,14 @@ class Pool:
     def _server(self, kind: str) -> subprocess.Popen:
         if kind not in self._servers:
             path = self._pythonpath()
-            env = {**os.environ, **MALLOC_ENV, "PYTHONPATH": path}
+            env = {**os.environ, **MALLOC_ENV, "PYTHONPATH": path,
+                   **({"PYTHONHASHSEED": "0"} if kind == COUNTS else {})}
             with open(self._stderr(kind), "a") as err:
                 # ``python -m`` puts its working directory first on sys.path: run in the
                 # first PYTHONPATH entry, so the library imported is the one that entry holds
                 server = subprocess.Popen(
-                    [sys.executable, "-m", "perf.gate.worker", kind],
+                    [sys.executable, "-m", "perf.gate.worker", kind, ",".join(self.models),
+                     "families" if self.with_families else "no-families"],
                     cwd=path.split(os.pathsep)[0], env=env, text=True,
                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
             self._servers[kind] = server
@@ -205,8 +222,9 @@ class Pool:
 
     def _families_info(self) -> dict:
         """The families server's "groups" reply (starting the server if need be)."""
-        self._server("families")
-        return self._groups["families"]
+        kind = self.kind or "families"
+        self._server(kind)
+        return self._groups[kind]
 
     def families(self) -> list[str]:
         return self._families_info()["families"]
@@ -223,7 +241,7 @@ class Pool:
                 cases: list[str] | None = None) -> dict[str, dict]:
         """The series of one fresh process measuring ``group`` (``cases``: of a family,
         only these case ids)."""
-        reply = self._ask(server_kind(group), {"group": group, "inject": inject,
+        reply = self._ask(self.kind or server_kind(group), {"group": group, "inject": inject,
                                                "cases": cases})
         if "error" in reply:
             raise MeasureError(f"{group} on {self.tree}: {reply['error']}\n"
@@ -248,5 +266,19 @@ class Pool:
         self.close()
 
 
+class CountPool(Pool):
+    """The count tier's server for the library of ``tree`` (perf/gate/counting.py): one server
+    measures every group, after building ``models`` (the suite's) and the family graphs."""
+
+    kind = COUNTS
+
+    def __init__(self, tree: Path | None = None, log: Path | None = None,
+                 models: tuple[str, ...] = (), families: bool = True):
+        super().__init__(tree, log)
+        self.models = tuple(models)
+        self.with_families = families
+
+
 if __name__ == "__main__":
-    serve(sys.argv[1])
+    serve(sys.argv[1], [m for m in sys.argv[2:3] for m in m.split(",") if m],
+          sys.argv[3:4] != ["no-families"])

@@ -1,0 +1,57 @@
+"""The count tier with a real count server (perf/gate/counting.py): counts of one compile
+repeat exactly in fresh processes, a test-only 5% of extra work in one phase moves that
+phase's counted bytecodes by about 5% and nothing else, and the gate's rule calls it
+REGRESSED. Counts, not timings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from perf.gate import rules, store
+from perf.gate.worker import CountPool
+
+MODEL = "lgamma_graph"  # the quick suite's smallest compile
+
+
+@pytest.fixture(scope="module")
+def counts():
+    with CountPool(models=(MODEL,), families=False) as pool:
+        plain = [pool.measure(f"compile:{MODEL}") for _ in range(2)]
+        more = pool.measure(f"compile:{MODEL}", {"count_more": 0.05, "phase": "lowering"})
+    return plain, more
+
+
+def test_counts_repeat_exactly(counts):
+    (first, second), _ = counts
+    assert first == second
+    phases = {n.split("/")[-1] for n in first if "/ops/" in n}
+    assert {"capture", "lowering", "partition", "conversion", "engine", "build", "weights",
+            "other", "total"} <= phases
+    assert all(v["type"] == "work" for v in first.values())
+    assert first[f"compile/{MODEL}/ops/lowering"]["value"] > 1000
+    assert first[f"compile/{MODEL}/trt_calls/total"]["value"] > 0  # TensorRT API calls seen
+    assert first[f"compile/{MODEL}/torch_calls/total"]["value"] > 0
+
+
+def test_extra_work_in_one_phase_moves_that_phase_only(counts):
+    (plain, _), more = counts
+    ratios = {n: more[n]["value"] / plain[n]["value"] for n in plain if plain[n]["value"]}
+    assert 1.03 < ratios[f"compile/{MODEL}/ops/lowering"] < 1.08
+    moved = {n for n, r in ratios.items() if r != 1.0}
+    assert moved <= {f"compile/{MODEL}/{k}/{p}" for k in ("ops", "calls")
+                     for p in ("lowering", "total")}
+    current = {n: store.Series(n, v["unit"], v["type"], [v["value"]]) for n, v in more.items()}
+    # the history run was marked loaded: load cannot change a count, so it still counts
+    row = next(r for r in rules.screen(current, [_run(plain)], annotations=[])
+               if r.name == f"compile/{MODEL}/ops/lowering")
+    assert row.verdict == "suspect" and rules.recounted(row, row.value)
+    assert row.spread.source == "default" and row.spread.value == 0.0
+
+
+def _run(series: dict) -> store.Run:
+    head = {"commit": "a" * 40, "parent": None, "suite": "quick", "time": "2026-01-01T00:00:00Z",
+            "machine": {}, "load": {}, "loaded": True, "versions": {}, "dirty": False}
+    return store.Run(head, {n: store.Series(n, v["unit"], v["type"], [v["value"]])
+                            for n, v in series.items()}, Path("run.jsonl"))
