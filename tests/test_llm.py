@@ -6,12 +6,16 @@ buffers, no cache-sized copy)."""
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 import transformers as tf
 from torch.utils._python_dispatch import TorchDispatchMode
 
+import torch_trt_ref
 import torch_trt_ref.llm as llm
+from torch_trt_ref.accuracy import judge
 
 PROMPT, NEW = 8, 12
 SMALL = dict(vocab_size=97, max_position_embeddings=64)
@@ -49,6 +53,53 @@ def test_greedy_equals_transformers_static_cache(name):
         theirs = model.generate(ids, max_new_tokens=NEW, do_sample=False, eos_token_id=None,
                                 cache_implementation="static", pad_token_id=0)
     assert ours.tolist() == theirs.tolist()
+
+
+def test_fp16_tokens_and_every_steps_logits_against_float64():
+    """fp16: the new tokens equal transformers' fp16 static-cache generate at all but at
+    most 2 positions (the issue's 126 of 128, scaled), and each step's logits, given the
+    compiled run's own prefix, pass the float64 rule against the eager model."""
+    model = _model("llama")
+    compiled = llm.compile(model, max_seq_len=PROMPT + NEW, max_prompt_len=PROMPT,
+                           precision="fp16", executor="reference")
+    assert compiled.compile_report.kv_cache.dtype == "float16"
+    ids = torch.randint(3, 97, (1, PROMPT), generator=torch.Generator().manual_seed(1))
+    ours = llm.generate(compiled, ids, max_new_tokens=NEW, eos_token_id=None)
+    half, double = copy.deepcopy(model).half(), copy.deepcopy(model).double()
+    with torch.no_grad():
+        theirs = half.generate(ids, max_new_tokens=NEW, do_sample=False, eos_token_id=None,
+                               cache_implementation="static", pad_token_id=0)
+    assert (ours != theirs).sum() <= 2
+    cache = compiled.new_cache()
+    logits = compiled.step(ours[:, :PROMPT], 0, cache)
+    for i in range(NEW):
+        prefix = ours[:, :PROMPT + i]
+        with torch.no_grad():
+            verdict = judge(logits, half(prefix).logits[:, -1], double(prefix).logits[:, -1])
+        assert verdict.passed, f"step {i}: {verdict.message}"
+        if i < NEW - 1:
+            logits = compiled.step(ours[:, PROMPT + i:PROMPT + i + 1], PROMPT + i, cache)
+
+
+def test_int8_quantized_decoding_equals_eager_quantized_model():
+    """An INT8 weight+activation quantized model (torch_trt_ref.quantize, Q/DQ in the
+    graph) decodes like the eager quantized model (its fake-quant semantics, DESIGN D13):
+    at least 11 of 12 new tokens (the issue's 120 of 128, scaled)."""
+    gen = torch.Generator().manual_seed(1)
+    calibration = [(torch.randint(3, 97, (1, PROMPT), generator=gen),) for _ in range(4)]
+    quantized = torch_trt_ref.quantize(_model("llama"), calibration, precision="int8",
+                                       progress=False)
+    compiled = llm.compile(quantized, max_seq_len=PROMPT + NEW, max_prompt_len=PROMPT,
+                           executor="reference")
+    assert compiled.compile_report.counts == {"tensorrt": 1}
+    assert compiled.compile_report.kv_cache.in_place == 4
+    ids = torch.randint(3, 97, (1, PROMPT), generator=torch.Generator().manual_seed(2))
+    ours = llm.generate(compiled, ids, max_new_tokens=NEW, eos_token_id=None)
+    with torch.no_grad():
+        theirs = quantized.generate(ids, max_new_tokens=NEW, do_sample=False,
+                                    eos_token_id=None, cache_implementation="static",
+                                    pad_token_id=0)
+    assert (ours[:, PROMPT:] == theirs[:, PROMPT:]).sum() >= NEW - 1
 
 
 class _Allocations(TorchDispatchMode):

@@ -5,6 +5,7 @@ step: the caller owns the cache buffers (``new_cache``), which the engine writes
 
 from __future__ import annotations
 
+import copy
 import warnings
 from dataclasses import dataclass
 
@@ -85,6 +86,8 @@ def compile(model: torch.nn.Module, max_seq_len: int, precision: str = "fp32",
     max_prompt_len = max_prompt_len or max_seq_len
     model = model.eval()
     dtype = DTYPES[precision]
+    if dtype != torch.float32:  # traced in the precision of its cache (q, k, v agree)
+        model = copy.deepcopy(model).to(dtype)
     shapes = [(s[0], s[1], max_seq_len, s[3]) for s in cache_shapes(model)]
     ids = Input(profiles=[{"min": (1, 1), "opt": (1, 1), "max": (1, 1)},
                           {"min": (1, 1), "opt": (1, max(1, max_prompt_len // 2)),

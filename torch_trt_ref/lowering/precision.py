@@ -94,7 +94,9 @@ def cast_precision(gm: GraphModule, settings: CompilationSettings) -> GraphModul
                     gm.register_buffer(name, _cast_view(value, target, cast_storages))
                     cast_names[key] = name
                 node.target = cast_names[key]
-        elif node.op == "placeholder" and _is_float(node.meta.get("val")):
+        elif node.op == "placeholder" and _is_float(node.meta.get("val")) and \
+                node.meta["val"].dtype != target:  # (an input in the target dtype: no cast;
+            # a KV cache must stay the network input it is, written in place)
             with graph.inserting_after(node):
                 cast = graph.call_function(aten._to_copy.default, (node,), {"dtype": target})
             node.replace_all_uses_with(cast, delete_user_cb=lambda u: u is not cast)

@@ -20,7 +20,8 @@ def _kv_update_ok(node, settings):
     args = node_args(node)
     cache, update, index = args["cache"], fake(args["update"]), fake(args["write_index"])
     if not (isinstance(cache, torch.fx.Node) and cache.op == "placeholder"):
-        return "TensorRT's KV-cache update layer writes a network input (the cache) in place"
+        return ("TensorRT's KV-cache update layer writes a network input (the cache) in "
+                f"place; here the cache is {_describe(cache)}")
     if not any(u.op == "output" for u in node.users):
         return "the updated cache must be a network output (it shares the input's memory)"
     if not isinstance(fake(cache).shape[2], int):
@@ -30,6 +31,12 @@ def _kv_update_ok(node, settings):
     if index.dtype not in (torch.int32, torch.int64) or index.dim() != 1:
         return "write_index must be a 1-d int32/int64 tensor (one position per batch row)"
     return None
+
+
+def _describe(value) -> str:
+    if isinstance(value, torch.fx.Node):
+        return f"{value.op} {value.target} of {[str(a) for a in value.args]}"
+    return repr(value)
 
 
 @converter(KV_CACHE_UPDATE, validator=_kv_update_ok, dynamic=True)
