@@ -34,7 +34,8 @@ def itensor_input(fn):
     return wrapped
 
 
-def is_static(dims: Sequence[Dim]) -> bool:
+def no_shape_tensors(dims: Sequence[Dim]) -> bool:
+    """No dim is a shape tensor (an ITensor): all are known when the network is built."""
     return not any(helpers.is_tensor(d) for d in dims)
 
 
@@ -54,7 +55,7 @@ def dim_op(ctx: ConversionContext, name: str, a: Dim, b: Dim) -> Dim:
     return ctx.name_layer(ctx.net.add_elementwise(a, b, op), f"dim_{name}").get_output(0)
 
 
-def wrap_negative(ctx: ConversionContext, d: Dim, size: Dim) -> Dim:
+def wrap_negative_dim(ctx: ConversionContext, d: Dim, size: Dim) -> Dim:
     """Python's index rule: a negative ``d`` counts from the end (``d + size``)."""
     if not helpers.is_tensor(d):
         return dim_op(ctx, "add", size, d) if d < 0 else d
@@ -93,7 +94,7 @@ def slice_nd(ctx: ConversionContext, x, start: Sequence[Dim], size: Sequence[Dim
     """An ISliceLayer over every dim; dynamic start/size/stride become shape inputs.
     ``fill`` (a Python scalar) is the value read out of bounds in FILL mode."""
     rank = len(x.shape)
-    static = is_static(list(start) + list(size) + list(stride))
+    static = no_shape_tensors(list(start) + list(size) + list(stride))
     shapes = [] if static else [shape_tensor(ctx, v) for v in (start, size, stride)]
     value = None if fill is None else ctx.constant(torch.tensor(fill, dtype=helpers.dtype_of(x)))
     if static:

@@ -207,6 +207,7 @@ def elementwise(ctx: ConversionContext, op, a: Any, b: Any, dtype: torch.dtype |
 
 
 def unary(ctx: ConversionContext, op, x):
+    """``op`` (a ``trt.UnaryOperation``) applied to the ITensor ``x``: one unary layer."""
     return ctx.name_layer(ctx.net.add_unary(x, op), "unary").get_output(0)
 
 

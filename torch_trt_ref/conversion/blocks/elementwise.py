@@ -1,5 +1,5 @@
 """Elementwise building blocks on ITensors: constants and binary ops with torch's dtype
-rules (``tensor``, ``binary``, ``unary``), ``select`` (where on ITensors of one dtype),
+rules (``tensor``, ``binary``), ``select`` (where on ITensors of one dtype),
 truthiness, sign, truncation and the two integer divisions, and ``opmath`` (the dtype a
 composite computes in)."""
 
@@ -11,6 +11,7 @@ import torch
 
 from .. import helpers
 from .._trt_ops import EW, UN
+from ..helpers import unary
 
 HALF = (torch.float16, torch.bfloat16)
 
@@ -37,9 +38,6 @@ def binary(ctx, op, a: Any, b: Any, dtype: torch.dtype):
     # broadcast rank before making layers (no extra shuffle).
     a, b = (torch.tensor(v, dtype=dtype) if is_scalar(v) else v for v in (a, b))
     return helpers.elementwise(ctx, op, a, b, dtype)
-
-def unary(ctx, op, x):
-    return helpers.unary(ctx, op, x)
 
 def select(ctx, condition, a, b):
     """``where(condition, a, b)`` for ITensors; a and b share a dtype, ranks broadcast."""

@@ -1,4 +1,4 @@
-"""Index building blocks: ``gather`` (empty indices too), ``wrap_negative`` (torch's
+"""Index building blocks: ``gather`` (empty indices too), ``wrap_negative_indices`` (torch's
 negative indices), ``broadcast_dims``, ``scatter_elements`` and ``scatter_reduce_sum`` (a
 masked sum over a one-hot axis), ``filled`` (a constant of runtime shape) and
 ``topk_layer``."""
@@ -33,7 +33,7 @@ def gather(ctx, data, indices, axis: int, mode=None):
         layer.mode = mode
     return ctx.name_layer(layer, "gather").get_output(0)
 
-def wrap_negative(ctx, index, size: D.Dim):
+def wrap_negative_indices(ctx, index, size: D.Dim):
     """torch's negative indices count from the end: index + size where index < 0."""
     if isinstance(index, torch.Tensor):
         if not helpers.is_tensor(size):

@@ -26,8 +26,9 @@ def fake_input(node: Node) -> Any:
     return fake(next(iter(node_args(node).values()), None))
 
 
-def is_static(dims) -> bool:
-    return all(isinstance(d, int) for d in dims)
+def int_sizes(sizes) -> bool:
+    """Every size is a Python int (no SymInt: the FakeTensor's size is not symbolic)."""
+    return all(isinstance(d, int) for d in sizes)
 
 
 def float_only(node: Node, what: str) -> Optional[str]:
@@ -55,7 +56,7 @@ def extra_outputs_used(node: Node, first_extra: int = 1) -> list[int]:
 _QUANTIZED = (torch.int8, torch.uint8)
 
 
-def plain_dtypes(node: Node, settings) -> str | None:
+def plain_dtypes_ok(node: Node, settings) -> str | None:
     """Reject int8/uint8: TensorRT treats int8 as a quantized type and has no uint8 math,
     so neither follows torch's wrapping integer arithmetic."""
     for val in [node.meta.get("val")] + [a.meta.get("val") for a in node.all_input_nodes]:
@@ -77,14 +78,14 @@ def all_of(*validators: Callable) -> Callable:
     return check
 
 
-def floating_point_input(node, settings) -> Optional[str]:
+def floating_point_input_ok(node, settings) -> Optional[str]:
     """Validator: the first input is a floating-point tensor (any width)."""
-    if not node.args[0].meta["val"].dtype.is_floating_point:
+    if not fake_input(node).dtype.is_floating_point:
         return "only floating-point inputs are supported"
     return None
 
 
-def float_operands(node, settings) -> Optional[str]:
+def float_operands_ok(node, settings) -> Optional[str]:
     """Validator: every tensor input is fp32/fp16/bf16 (TensorRT has no integer matmul)."""
     with untraced():  # Note [Metadata reads skip the weight tracer]
         dtypes = {fake(n).dtype for n in node.all_input_nodes}
@@ -94,9 +95,9 @@ def float_operands(node, settings) -> Optional[str]:
     return None
 
 
-def strided_only(node, settings) -> Optional[str]:
+def strided_ok(node, settings) -> Optional[str]:
     """Validator: a creation op's ``layout`` is strided (or not given)."""
-    layout = node.kwargs.get("layout")
+    layout = node_args(node).get("layout")
     if layout not in (None, torch.strided):
         return f"layout {layout} is not supported"
     return None

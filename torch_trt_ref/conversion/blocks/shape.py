@@ -10,7 +10,7 @@ import torch
 from ..._trt import trt
 from .. import dims as D
 from .. import helpers
-from .nodes import is_static
+from .nodes import int_sizes
 
 
 def add_leading_one(ctx, x):
@@ -25,7 +25,7 @@ def drop_dim(ctx, x, dim: int):
 
 def reshape_like(ctx, x, like):
     """Reshape ``x`` to the runtime shape of ``like``."""
-    if is_static(like.shape) and all(d >= 0 for d in like.shape):
+    if int_sizes(like.shape) and all(d >= 0 for d in like.shape):
         return helpers.reshape(ctx, x, list(like.shape))
     shape = helpers.shape_of(ctx, like)  # before the shuffle: layers in topological order
     layer = ctx.net.add_shuffle(x)
@@ -61,7 +61,7 @@ def slice_bound(ctx, value, size: D.Dim, default: int) -> D.Dim:
     if value is None:
         return default if default == 0 else size
     if helpers.is_tensor(value):
-        return D.clamp(ctx, D.wrap_negative(ctx, value, size), 0, size)
+        return D.clamp(ctx, D.wrap_negative_dim(ctx, value, size), 0, size)
     if value >= INT64_MAX:
         return size
     if value < 0:

@@ -10,7 +10,7 @@ from torch.fx import Node
 from .. import helpers
 from .._trt_ops import ACT, EW
 from ..blocks.elementwise import binary, select, tensor
-from ..blocks.nodes import all_of, node_args, plain_dtypes
+from ..blocks.nodes import all_of, node_args, plain_dtypes_ok
 from ..registry import converter
 
 aten = torch.ops.aten
@@ -22,7 +22,7 @@ def _float_input(ctx, x):
     return tensor(ctx, x, ctx.out_dtype)
 
 
-@converter(aten.relu.default, dynamic=True, validator=plain_dtypes)
+@converter(aten.relu.default, dynamic=True, validator=plain_dtypes_ok)
 def relu(ctx, input):
     return helpers.activation(ctx, ACT.RELU, input)  # RELU also takes int32/int64
 
@@ -31,7 +31,7 @@ _SIMPLE = {aten.sigmoid.default: ACT.SIGMOID, aten.tanh.default: ACT.TANH}
 
 
 def _register_simple(target, kind):
-    @converter(target, dynamic=True, validator=plain_dtypes)
+    @converter(target, dynamic=True, validator=plain_dtypes_ok)
     def convert(ctx, input):
         return helpers.activation(ctx, kind, _float_input(ctx, input))
 
@@ -40,20 +40,20 @@ for _target, _kind in _SIMPLE.items():
     _register_simple(_target, _kind)
 
 
-@converter(aten.leaky_relu.default, dynamic=True, validator=plain_dtypes)
+@converter(aten.leaky_relu.default, dynamic=True, validator=plain_dtypes_ok)
 def leaky_relu(ctx, input, negative_slope=0.01):
     return helpers.activation(ctx, ACT.LEAKY_RELU, _float_input(ctx, input),
                               alpha=float(negative_slope))
 
 
-def _elu_supported(node: Node, settings) -> str | None:
+def _elu_ok(node: Node, settings) -> str | None:
     input_scale = node_args(node)["input_scale"]
     if input_scale <= 0:
         return "elu with input_scale <= 0 is not supported"
     return None
 
 
-@converter(aten.elu.default, dynamic=True, validator=all_of(plain_dtypes, _elu_supported))
+@converter(aten.elu.default, dynamic=True, validator=all_of(plain_dtypes_ok, _elu_ok))
 def elu(ctx, input, alpha=1, scale=1, input_scale=1):
     """scale * (x if x > 0 else alpha * (exp(input_scale * x) - 1)): one ELU, or SELU
     (beta = scale); input_scale != 1 (celu-style) runs ELU on the scaled input for the
@@ -73,17 +73,17 @@ def elu(ctx, input, alpha=1, scale=1, input_scale=1):
 _GELU = {"none": ACT.GELU_ERF, "tanh": ACT.GELU_TANH}
 
 
-def _gelu_supported(node: Node, settings) -> str | None:
+def _gelu_ok(node: Node, settings) -> str | None:
     mode = node.kwargs.get("approximate", "none")
     return None if mode in _GELU else f"gelu approximate={mode!r} is not supported"
 
 
-@converter(aten.gelu.default, dynamic=True, validator=all_of(plain_dtypes, _gelu_supported))
+@converter(aten.gelu.default, dynamic=True, validator=all_of(plain_dtypes_ok, _gelu_ok))
 def gelu(ctx, input, approximate="none"):
     return helpers.activation(ctx, _GELU[approximate], _float_input(ctx, input))
 
 
-@converter(aten.hardtanh.default, dynamic=True, validator=plain_dtypes)
+@converter(aten.hardtanh.default, dynamic=True, validator=plain_dtypes_ok)
 def hardtanh(ctx, input, min_val=-1, max_val=1):
     """CLIP for floats; integers (which CLIP rejects) clamp with MAX and MIN."""
     dtype = ctx.out_dtype
@@ -96,14 +96,14 @@ def hardtanh(ctx, input, min_val=-1, max_val=1):
 
 # hardsigmoid, softplus and _prelu_kernel reach conversion only where their decomposition
 # is disabled (docs/converters.md); TensorRT has an activation kind for the first two.
-@converter(aten.hardsigmoid.default, dynamic=True, validator=plain_dtypes)
+@converter(aten.hardsigmoid.default, dynamic=True, validator=plain_dtypes_ok)
 def hardsigmoid(ctx, input):
     """HARD_SIGMOID: max(0, min(1, alpha x + beta)) with torch's alpha 1/6, beta 1/2."""
     return helpers.activation(ctx, ACT.HARD_SIGMOID, _float_input(ctx, input),
                               alpha=1 / 6, beta=0.5)
 
 
-@converter(aten.softplus.default, dynamic=True, validator=plain_dtypes)
+@converter(aten.softplus.default, dynamic=True, validator=plain_dtypes_ok)
 def softplus(ctx, input, beta=1, threshold=20):
     """SOFTPLUS is alpha log(exp(beta x) + 1); torch returns x itself where
     beta x > threshold (no overflow)."""
@@ -114,7 +114,7 @@ def softplus(ctx, input, beta=1, threshold=20):
     return select(ctx, linear, x, smooth)
 
 
-@converter(aten._prelu_kernel.default, dynamic=True, validator=plain_dtypes)
+@converter(aten._prelu_kernel.default, dynamic=True, validator=plain_dtypes_ok)
 def prelu_kernel(ctx, input, weight):
     """x where x > 0, else weight * x (weight broadcasts, as the caller shaped it)."""
     dtype = ctx.out_dtype

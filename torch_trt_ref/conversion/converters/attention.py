@@ -12,7 +12,7 @@ from torch.fx import Node
 from .. import dims as D
 from .. import helpers
 from ..blocks.linalg import attention
-from ..blocks.nodes import fake, node_args
+from ..blocks.nodes import FLOAT_DTYPES, fake, node_args
 from ..registry import converter
 
 aten = torch.ops.aten
@@ -23,14 +23,15 @@ CUDNN = aten._scaled_dot_product_cudnn_attention.default
 # [B, H, L] (cuDNN: [B, H, L, 1]), the log-sum-exp. The efficient kernel pads its
 # log-sum-exp to a multiple of 32 rows with unspecified values.
 PRODUCED = {FLASH: (0, 1), EFFICIENT: (0,), CUDNN: (0, 1)}
-FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 
 
-def _sdpa_ok(node: Node, settings) -> str | None:
+def _kernel_outputs_ok(node: Node, settings) -> str | None:
+    """Validator of the fused attention kernels: no dropout, float inputs, and only the
+    outputs we produce (``PRODUCED``) are read."""
     args = node_args(node)
     if args["dropout_p"] != 0.0:
         return "attention dropout is random and stays in PyTorch"
-    if fake(args["query"]).dtype not in FLOATS:
+    if fake(args["query"]).dtype not in FLOAT_DTYPES:
         return "attention takes float inputs only"
     produced = PRODUCED[node.target]
     for user in node.users:
@@ -41,7 +42,7 @@ def _sdpa_ok(node: Node, settings) -> str | None:
     return None
 
 
-@converter(FLASH, validator=_sdpa_ok, dynamic=True)
+@converter(FLASH, validator=_kernel_outputs_ok, dynamic=True)
 def flash_attention(ctx, query, key, value, dropout_p=0.0, is_causal=False,
                     return_debug_mask=False, scale=None):
     out, lse = attention(ctx, query, key, value, None, is_causal, scale)
@@ -49,14 +50,14 @@ def flash_attention(ctx, query, key, value, dropout_p=0.0, is_causal=False,
     return (out, helpers.cast(ctx, lse, ctx.out_meta[1].dtype)) + (None,) * 7
 
 
-@converter(EFFICIENT, validator=_sdpa_ok, dynamic=True)
+@converter(EFFICIENT, validator=_kernel_outputs_ok, dynamic=True)
 def efficient_attention(ctx, query, key, value, attn_bias, compute_log_sumexp, dropout_p=0.0,
                         is_causal=False, scale=None):
     out, _ = attention(ctx, query, key, value, attn_bias, is_causal, scale)
     return out, None, None, None
 
 
-@converter(CUDNN, validator=_sdpa_ok, dynamic=True)
+@converter(CUDNN, validator=_kernel_outputs_ok, dynamic=True)
 def cudnn_attention(ctx, query, key, value, attn_bias, compute_log_sumexp, dropout_p=0.0,
                     is_causal=False, return_debug_mask=False, scale=None):
     out, lse = attention(ctx, query, key, value, attn_bias, is_causal, scale)

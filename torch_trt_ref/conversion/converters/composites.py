@@ -13,7 +13,14 @@ from .. import helpers
 from .._trt_ops import EW
 from ..blocks.index import scatter_elements
 from ..blocks.linalg import MAT, attention
-from ..blocks.nodes import fake, fake_input, float_operands, node_args, plain_dtypes
+from ..blocks.nodes import (
+    FLOAT_DTYPES,
+    fake,
+    fake_input,
+    float_operands_ok,
+    node_args,
+    plain_dtypes_ok,
+)
 from ..blocks.reduce import where
 from ..blocks.shape import MODE, pad_slice, repeat_heads, repeat_tensor, slice_dim, squeeze_dims
 from ..registry import converter
@@ -45,13 +52,13 @@ def matmul_nd(ctx, a, b, transpose_b: bool = False):
 
 
 @converter(aten.matmul.default, aten.dot.default, aten.mv.default,
-           validator=float_operands, dynamic=True)
+           validator=float_operands_ok, dynamic=True)
 def matmul(ctx, input, other=None, tensor=None, vec=None):
     """matmul(self, other), dot(self, tensor), mv(self, vec): one rule for all three."""
     return matmul_nd(ctx, input, next(x for x in (other, tensor, vec) if x is not None))
 
 
-@converter(aten.linear.default, validator=float_operands, dynamic=True)
+@converter(aten.linear.default, validator=float_operands_ok, dynamic=True)
 def linear(ctx, input, weight, bias=None):
     """x @ weight^T (+ bias); the weight is read transposed, not copied."""
     out = matmul_nd(ctx, input, weight, transpose_b=True)
@@ -143,7 +150,7 @@ def pad(ctx, input, pad, mode="constant", value=None):
 # ---------------------------------------------------------------------------------------
 # Index writes and vector algebra.
 
-@converter(aten.index_copy.default, validator=plain_dtypes, dynamic=True)
+@converter(aten.index_copy.default, validator=plain_dtypes_ok, dynamic=True)
 def index_copy(ctx, input, dim, index, source):
     """Slice i of ``source`` along ``dim`` lands at index[i]: an ELEMENT scatter with the
     index broadcast to the source's shape."""
@@ -157,7 +164,7 @@ def index_copy(ctx, input, dim, index, source):
     return scatter_elements(ctx, x, dim, D.broadcast_to(ctx, index, sizes), src)
 
 
-@converter(aten.linalg_cross.default, validator=plain_dtypes, dynamic=True)
+@converter(aten.linalg_cross.default, validator=plain_dtypes_ok, dynamic=True)
 def linalg_cross(ctx, input, other, dim=-1):
     """c_i = a_(i+1) b_(i+2) - a_(i+2) b_(i+1) over the size-3 ``dim``, broadcasting."""
     dtype = ctx.out_dtype
@@ -178,7 +185,9 @@ def linalg_cross(ctx, input, other, dim=-1):
     return ctx.name_layer(layer, "cross").get_output(0)
 
 
-def _sdpa_ok(node: Node, settings) -> str | None:
+def _grouped_heads_ok(node: Node, settings) -> str | None:
+    """Validator of scaled_dot_product_attention: no dropout, float inputs, and with
+    ``enable_gqa`` static head counts, the query's a multiple of the key's."""
     args = node_args(node)
     if args["dropout_p"] != 0.0:
         return "attention dropout is random and stays in PyTorch"
@@ -187,12 +196,12 @@ def _sdpa_ok(node: Node, settings) -> str | None:
         hq, hk = q.shape[-3], k.shape[-3]
         if not (isinstance(hq, int) and isinstance(hk, int)) or hk == 0 or hq % hk:
             return "grouped-query attention needs static head counts, query's a multiple of key's"
-    if fake(args["query"]).dtype not in (torch.float32, torch.float16, torch.bfloat16):
+    if fake(args["query"]).dtype not in FLOAT_DTYPES:
         return "attention takes float inputs only"
     return None
 
 
-@converter(aten.scaled_dot_product_attention.default, validator=_sdpa_ok, dynamic=True)
+@converter(aten.scaled_dot_product_attention.default, validator=_grouped_heads_ok, dynamic=True)
 def scaled_dot_product_attention(ctx, query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """A bool mask keeps True positions (False adds -inf); a float mask is added. With

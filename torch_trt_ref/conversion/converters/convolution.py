@@ -10,14 +10,14 @@ import torch
 from ..._trt import trt
 from .. import helpers
 from ..args import conv_params
-from ..blocks.nodes import fake, float_only, is_static, node_args
+from ..blocks.nodes import fake, float_only, int_sizes, node_args
 from ..blocks.shape import drop_dim
 from ..registry import converter
 
 aten = torch.ops.aten
 
 
-def _conv_validator(node, settings) -> Optional[str]:
+def _conv_ok(node, settings) -> Optional[str]:
     args = node_args(node)
     reason = float_only(node, "convolution")
     if reason:
@@ -28,7 +28,7 @@ def _conv_validator(node, settings) -> Optional[str]:
         return f"convolution over {nd} spatial dims is not supported"
     if x.dim() != nd + 2:
         return "unbatched convolution input is not supported"
-    if not isinstance(x.shape[1], int) or not is_static(w.shape):
+    if not isinstance(x.shape[1], int) or not int_sizes(w.shape):
         return "convolution needs static channel and kernel dims"
     try:
         params = conv_params(args["stride"], args["padding"], args["dilation"],
@@ -62,7 +62,7 @@ def _operand(ctx, value, dtype, shape=None):
     return trt.Weights(), None, tensor
 
 
-@converter(aten.convolution.default, validator=_conv_validator, dynamic=True,
+@converter(aten.convolution.default, validator=_conv_ok, dynamic=True,
            constants=("weight", "bias"))
 def convolution(ctx, input, weight, bias, stride, padding, dilation, transposed,
                 output_padding, groups):

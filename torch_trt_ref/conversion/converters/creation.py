@@ -9,18 +9,18 @@ from ... import _trt
 from .. import dims as D
 from .. import helpers
 from ..blocks.index import filled
-from ..blocks.nodes import node_args, strided_only
+from ..blocks.nodes import node_args, strided_ok
 from ..registry import converter
 
 aten = torch.ops.aten
 
 
-@converter(aten.full.default, validator=strided_only, dynamic=True)
+@converter(aten.full.default, validator=strided_ok, dynamic=True)
 def full(ctx, size, fill_value, dtype=None, layout=None, device=None, pin_memory=None):
     return filled(ctx, size, fill_value, ctx.out_dtype)
 
 
-@converter(aten.full_like.default, validator=strided_only, dynamic=True)
+@converter(aten.full_like.default, validator=strided_ok, dynamic=True)
 @D.itensor_input
 def full_like(ctx, input, fill_value, dtype=None, layout=None, device=None, pin_memory=None,
               memory_format=None):
@@ -30,18 +30,18 @@ def full_like(ctx, input, fill_value, dtype=None, layout=None, device=None, pin_
 # Note [Empty tensors]: torch leaves ``empty`` uninitialized; we emit zeros, which is one
 # of the values torch may return. Conformance cases compare only shape and dtype.
 @converter(aten.empty.memory_format, aten.empty_permuted.default, aten.empty_strided.default,
-           validator=strided_only, dynamic=True)
+           validator=strided_ok, dynamic=True)
 def empty(ctx, size, *args, **kwargs):
     return filled(ctx, size, 0, ctx.out_dtype)
 
 
-@converter(aten.new_empty_strided.default, validator=strided_only, dynamic=True)
+@converter(aten.new_empty_strided.default, validator=strided_ok, dynamic=True)
 @D.itensor_input
 def new_empty_strided(ctx, input, size, stride, **kwargs):
     return filled(ctx, size, 0, ctx.out_dtype)
 
 
-@converter(aten.scalar_tensor.default, validator=strided_only, dynamic=True)
+@converter(aten.scalar_tensor.default, validator=strided_ok, dynamic=True)
 def scalar_tensor(ctx, s, dtype=None, layout=None, device=None, pin_memory=None):
     if helpers.is_tensor(s):
         return D.reshape(ctx, helpers.cast(ctx, s, ctx.out_dtype), [])
@@ -49,7 +49,7 @@ def scalar_tensor(ctx, s, dtype=None, layout=None, device=None, pin_memory=None)
 
 
 def _arange_ok(node, settings):
-    reason = strided_only(node, settings)
+    reason = strided_ok(node, settings)
     step = node_args(node)["step"]
     if reason is None and isinstance(step, torch.fx.Node):
         return "a symbolic arange step is not supported"
@@ -83,7 +83,7 @@ def arange(ctx, start, end, step=1, dtype=None, layout=None, device=None, pin_me
     return ctx.name_layer(layer, "arange").get_output(0)
 
 
-@converter(aten.tril_indices.default, aten.triu_indices.default, validator=strided_only)
+@converter(aten.tril_indices.default, aten.triu_indices.default, validator=strided_ok)
 def tri_indices(ctx, row, col, offset=0, dtype=None, layout=None, device=None,
                 pin_memory=None):
     fn = torch.tril_indices if ctx.node.target == aten.tril_indices.default \

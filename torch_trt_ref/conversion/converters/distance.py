@@ -46,7 +46,7 @@ def _p_reason(p) -> Optional[str]:
     return None if p >= 0 else f"p = {p} is not a norm"
 
 
-def _cdist_validator(node, settings) -> Optional[str]:
+def _cdist_ok(node, settings) -> Optional[str]:
     reason = float_only(node, "cdist")
     if reason:
         return reason
@@ -56,7 +56,7 @@ def _cdist_validator(node, settings) -> Optional[str]:
     return _p_reason(args["p"])
 
 
-@converter(aten._cdist_forward.default, validator=_cdist_validator, dynamic=True,
+@converter(aten._cdist_forward.default, validator=_cdist_ok, dynamic=True,
            family="distance")
 def cdist(ctx, x1, x2, p, compute_mode=None):
     """out[..., i, j] = ||x1[..., i, :] - x2[..., j, :]||_p, evaluated directly (the
@@ -68,7 +68,7 @@ def cdist(ctx, x1, x2, p, compute_mode=None):
     return _p_norm(ctx, diff, p, -1)
 
 
-def _pdist_validator(node, settings) -> Optional[str]:
+def _pdist_ok(node, settings) -> Optional[str]:
     reason = float_only(node, "pdist")
     if reason:
         return reason
@@ -107,7 +107,7 @@ def _pairs_dynamic(ctx, n):
     return i, j
 
 
-@converter(aten._pdist_forward.default, validator=_pdist_validator, dynamic=True,
+@converter(aten._pdist_forward.default, validator=_pdist_ok, dynamic=True,
            family="distance")
 def pdist(ctx, input, p=2.0):
     """Distances of rows i < j in row-major order: pair indices are constants for a static

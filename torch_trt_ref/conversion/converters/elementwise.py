@@ -22,9 +22,9 @@ from ..blocks.elementwise import (
     tensor,
     to_bool,
     trunc_divide,
-    unary,
 )
-from ..blocks.nodes import all_of, plain_dtypes
+from ..blocks.nodes import all_of, plain_dtypes_ok
+from ..helpers import unary
 from ..registry import converter
 
 aten = torch.ops.aten
@@ -51,7 +51,7 @@ _ARITHMETIC = {
 
 
 def _register_arithmetic(op, targets):
-    @converter(*targets, dynamic=True, validator=plain_dtypes)
+    @converter(*targets, dynamic=True, validator=plain_dtypes_ok)
     def convert(ctx, input, other, alpha=1):
         dtype = ctx.out_dtype
         if alpha != 1:
@@ -64,7 +64,7 @@ for _op, _targets in _ARITHMETIC.items():
 
 
 @converter(aten.pow.Tensor_Tensor, aten.pow.Tensor_Scalar, aten.pow.Scalar, dynamic=True,
-           validator=plain_dtypes)
+           validator=plain_dtypes_ok)
 def pow_(ctx, input, exponent):
     """Small integral scalar exponents (x**2, x**3, as in GELU-tanh) become products: exact,
     and defined for negative bases whatever POW does with them."""
@@ -171,7 +171,7 @@ def _rounding_mode_ok(node: Node, settings) -> str | None:
 
 
 def _register_composite(target, build):
-    @converter(target, dynamic=True, validator=all_of(plain_dtypes, _rounding_mode_ok))
+    @converter(target, dynamic=True, validator=all_of(plain_dtypes_ok, _rounding_mode_ok))
     def convert(ctx, input, other, **kwargs):
         return build(ctx, input, other, ctx.out_dtype, **kwargs)
 
@@ -184,7 +184,7 @@ for _target, _build in _COMPOSITES.items():
 # ``buf = aten.atan2.default(y, x)`` (a copy back when ``buf`` is an input), so exported
 # graphs carry the functional op. The out= overload is converted for graphs that keep it:
 # its result is the functional one and ``out`` only supplies the dtype.
-@converter(aten.atan2.out, dynamic=True, validator=plain_dtypes)
+@converter(aten.atan2.out, dynamic=True, validator=plain_dtypes_ok)
 def atan2_out(ctx, input, other, out):
     return _atan2(ctx, input, other, ctx.out_dtype)
 
@@ -203,7 +203,7 @@ _COMPARISONS = {
 def _register_comparison(name, op, negate, or_op):
     packet = getattr(aten, name)
 
-    @converter(packet.Tensor, packet.Scalar, dynamic=True, validator=plain_dtypes)
+    @converter(packet.Tensor, packet.Scalar, dynamic=True, validator=plain_dtypes_ok)
     def convert(ctx, input, other):
         dtype = helpers.result_type(input, other)
         if dtype == torch.bool and op != EW.EQUAL:  # LESS/GREATER reject bool
@@ -234,7 +234,7 @@ _BITWISE = {
 }
 
 
-def bool_only(node: Node, settings) -> str | None:
+def bool_ok(node: Node, settings) -> str | None:
     """Validator: TensorRT has no integer bitwise ops, only logical ops on bool."""
     for arg in node.args:
         val = arg.meta.get("val") if isinstance(arg, Node) else arg
@@ -244,7 +244,7 @@ def bool_only(node: Node, settings) -> str | None:
     return None
 
 
-def _register_logical(op, targets, validator=plain_dtypes):
+def _register_logical(op, targets, validator=plain_dtypes_ok):
     @converter(*targets, dynamic=True, validator=validator)
     def convert(ctx, input, other):
         return binary(ctx, op, to_bool(ctx, input), to_bool(ctx, other), torch.bool)
@@ -253,15 +253,15 @@ def _register_logical(op, targets, validator=plain_dtypes):
 for _op, _targets in _LOGICAL.items():
     _register_logical(_op, _targets)
 for _op, _targets in _BITWISE.items():
-    _register_logical(_op, _targets, bool_only)
+    _register_logical(_op, _targets, bool_ok)
 
 
-@converter(aten.logical_not.default, dynamic=True, validator=plain_dtypes)
+@converter(aten.logical_not.default, dynamic=True, validator=plain_dtypes_ok)
 def logical_not(ctx, input):
     return unary(ctx, UN.NOT, to_bool(ctx, input))
 
 
-@converter(aten.bitwise_not.default, dynamic=True, validator=bool_only)
+@converter(aten.bitwise_not.default, dynamic=True, validator=bool_ok)
 def bitwise_not(ctx, input):
     return unary(ctx, UN.NOT, input)
 
@@ -269,14 +269,14 @@ def bitwise_not(ctx, input):
 # ---------------------------------------------------------------------------------------
 # where and clamp.
 
-@converter(aten.where.self, dynamic=True, validator=plain_dtypes)
+@converter(aten.where.self, dynamic=True, validator=plain_dtypes_ok)
 def where(ctx, condition, input, other):
     dtype = ctx.out_dtype
     return select(ctx, to_bool(ctx, condition), tensor(ctx, input, dtype),
                   tensor(ctx, other, dtype))
 
 
-@converter(aten.clamp.default, aten.clamp.Tensor, dynamic=True, validator=plain_dtypes)
+@converter(aten.clamp.default, aten.clamp.Tensor, dynamic=True, validator=plain_dtypes_ok)
 def clamp(ctx, input, min=None, max=None):
     dtype = ctx.out_dtype
     out = tensor(ctx, input, dtype)

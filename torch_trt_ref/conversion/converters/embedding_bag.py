@@ -13,13 +13,12 @@ from .. import helpers
 from .._trt_ops import EW, RED, UN
 from ..blocks.index import gather
 from ..blocks.linalg import MAT
-from ..blocks.nodes import fake, node_args
+from ..blocks.nodes import FLOAT_DTYPES, fake, node_args
 from ..blocks.reduce import arange, reduce, where
 from ..registry import converter
 
 aten = torch.ops.aten
 SUM, MEAN, MAX = 0, 1, 2
-FLOATS = (torch.float32, torch.float16, torch.bfloat16)
 TARGETS = (aten._embedding_bag.default, aten._embedding_bag_forward_only.default,
            aten.embedding_bag.default, aten.embedding_bag.padding_idx)
 
@@ -31,7 +30,7 @@ def _bag_ok(node: Node, settings) -> str | None:
                    "produced (only the bags)"
     args = node_args(node)
     weight = fake(args["weight"])
-    if weight.dtype not in FLOATS:
+    if weight.dtype not in FLOAT_DTYPES:
         return f"embedding_bag of {weight.dtype} weights is not supported"
     if fake(args["indices"]).dim() != 1:
         return "embedding_bag takes 1-D indices with offsets"

@@ -10,7 +10,7 @@ from ..._trt import IS_RTX, trt
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED, UN
-from ..blocks.index import broadcast_dims, gather, scatter_reduce_sum, wrap_negative
+from ..blocks.index import broadcast_dims, gather, scatter_reduce_sum, wrap_negative_indices
 from ..blocks.nodes import fake, fake_input, node_args
 from ..blocks.reduce import reduce, where
 from ..registry import converter
@@ -75,7 +75,7 @@ class Indexing:
         self.dims = D.dims_of(ctx, x)
         self.positions = [p for p, i in enumerate(indices) if i is not None]
         self.rest = [d for d in range(self.rank) if d not in self.positions]
-        wrapped = [wrap_negative(ctx, indices[p], self.dims[p]) for p in self.positions]
+        wrapped = [wrap_negative_indices(ctx, indices[p], self.dims[p]) for p in self.positions]
         self.batch = broadcast_dims(ctx, [D.dims_of(ctx, i) for i in wrapped])
         self.indices = [D.broadcast_to(ctx, i, self.batch) for i in wrapped]
         first = self.positions[0]
@@ -114,7 +114,8 @@ def index(ctx, input, indices):
     present = [p for p, i in enumerate(indices) if i is not None]
     if len(present) == 1:  # one index: a DEFAULT gather puts its shape at that dim
         p = present[0]
-        return gather(ctx, input, wrap_negative(ctx, indices[p], D.dims_of(ctx, input)[p]), p)
+        index = wrap_negative_indices(ctx, indices[p], D.dims_of(ctx, input)[p])
+        return gather(ctx, input, index, p)
     layout = Indexing(ctx, input, indices)
     out = gather(ctx, layout.front(ctx, input), layout.stacked(ctx), 0, trt.GatherMode.ND)
     order = layout.result_order()

@@ -10,10 +10,8 @@ import torch
 from ..._trt import trt
 from ...kv_cache_op import KV_CACHE_UPDATE
 from .. import helpers
-from ..blocks.nodes import fake, node_args
+from ..blocks.nodes import FLOAT_DTYPES, fake, node_args
 from ..registry import converter
-
-CACHE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 def _kv_update_ok(node, settings):
@@ -26,8 +24,8 @@ def _kv_update_ok(node, settings):
         return "the updated cache must be a network output (it shares the input's memory)"
     if not isinstance(fake(cache).shape[2], int):
         return "the cache's sequence length (dim 2) must be static"
-    if fake(cache).dtype not in CACHE_DTYPES or update.dtype != fake(cache).dtype:
-        return f"cache and update must be one of {CACHE_DTYPES}, the same dtype"
+    if fake(cache).dtype not in FLOAT_DTYPES or update.dtype != fake(cache).dtype:
+        return f"cache and update must be one of {FLOAT_DTYPES}, the same dtype"
     if index.dtype not in (torch.int32, torch.int64) or index.dim() != 1:
         return "write_index must be a 1-d int32/int64 tensor (one position per batch row)"
     return None

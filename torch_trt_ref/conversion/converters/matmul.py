@@ -8,7 +8,7 @@ import torch
 from .. import helpers
 from .._trt_ops import EW, RED
 from ..blocks.linalg import MAT
-from ..blocks.nodes import float_operands
+from ..blocks.nodes import float_operands_ok
 from ..registry import converter
 
 aten = torch.ops.aten
@@ -44,25 +44,25 @@ def _scaled_add(ctx, product, input, beta, alpha):
     return helpers.elementwise(ctx, EW.SUM, product, input, dtype)
 
 
-@converter(aten.mm.default, aten.bmm.default, validator=float_operands, dynamic=True,
+@converter(aten.mm.default, aten.bmm.default, validator=float_operands_ok, dynamic=True,
            constants=("input", "mat2"))
 def mm(ctx, input, mat2):
     return _matmul(ctx, input, mat2)
 
 
-@converter(aten.addmm.default, validator=float_operands, dynamic=True,
+@converter(aten.addmm.default, validator=float_operands_ok, dynamic=True,
            constants=("mat1", "mat2"))
 def addmm(ctx, input, mat1, mat2, beta=1, alpha=1):
     return _scaled_add(ctx, _matmul(ctx, mat1, mat2), input, beta, alpha)
 
 
-@converter(aten.addmv.default, validator=float_operands, dynamic=True,
+@converter(aten.addmv.default, validator=float_operands_ok, dynamic=True,
            constants=("mat", "vec"))
 def addmv(ctx, input, mat, vec, beta=1, alpha=1):
     return _scaled_add(ctx, _matmul(ctx, mat, vec, MAT.VECTOR), input, beta, alpha)
 
 
-@converter(aten.addbmm.default, validator=float_operands, dynamic=True,
+@converter(aten.addbmm.default, validator=float_operands_ok, dynamic=True,
            constants=("batch1", "batch2"))
 def addbmm(ctx, input, batch1, batch2, beta=1, alpha=1):
     """The batch of products is summed: beta * input + alpha * sum_b(batch1[b] @ batch2[b])."""

@@ -47,7 +47,7 @@ def _no_extra_outputs(what: str, statistics: str = "saved statistics"):
     return validate
 
 
-def _bn_validator(node, settings) -> Optional[str]:
+def _bn_ok(node, settings) -> Optional[str]:
     reason = _no_extra_outputs("batch norm")(node, settings)
     if reason:
         return reason
@@ -63,7 +63,7 @@ def _bn_validator(node, settings) -> Optional[str]:
     return None
 
 
-@converter(aten._native_batch_norm_legit_no_training.default, validator=_bn_validator,
+@converter(aten._native_batch_norm_legit_no_training.default, validator=_bn_ok,
            dynamic=True, constants=_BN_WEIGHTS)
 def batch_norm_inference(ctx, input, weight, bias, running_mean, running_var, momentum, eps):
     """y = x * scale + shift with scale = w / sqrt(var + eps), shift = b - mean * scale,
@@ -81,16 +81,16 @@ def batch_norm_inference(ctx, input, weight, bias, running_mean, running_var, mo
     return out, None, None
 
 
-def _eval_bn_validator(node, settings) -> Optional[str]:
+def _eval_bn_ok(node, settings) -> Optional[str]:
     args = node_args(node)
     if args["training"]:
         return "batch norm in training mode (batch statistics that update the running ones)"
     if args["running_mean"] is None or args["running_var"] is None:
         return "batch norm without running statistics"
-    return _bn_validator(node, settings)
+    return _bn_ok(node, settings)
 
 
-@converter(aten.native_batch_norm.default, validator=_eval_bn_validator, dynamic=True,
+@converter(aten.native_batch_norm.default, validator=_eval_bn_ok, dynamic=True,
            constants=_BN_WEIGHTS)
 def native_batch_norm(ctx, input, weight, bias, running_mean, running_var, training, momentum,
                       eps):
@@ -100,7 +100,7 @@ def native_batch_norm(ctx, input, weight, bias, running_mean, running_var, train
                                 eps)
 
 
-@converter(aten.batch_norm.default, validator=_eval_bn_validator, dynamic=True,
+@converter(aten.batch_norm.default, validator=_eval_bn_ok, dynamic=True,
            constants=_BN_WEIGHTS)
 def batch_norm(ctx, input, weight, bias, running_mean, running_var, training, momentum, eps,
                cudnn_enabled):
@@ -123,7 +123,7 @@ def _normalize(ctx, x, scale, bias, axes: int, eps: float):
 def _affine_operand(ctx, value, default: float, shape: list, dtype):
     """weight/bias (None, constant or ITensor) as an ITensor of ``shape`` (ints, or runtime
     dims for an absent weight) for broadcasting."""
-    if value is None and not D.is_static(shape):
+    if value is None and not D.no_shape_tensors(shape):
         one = helpers.itensor(ctx, torch.full([1] * len(shape), default, dtype=dtype))
         return D.broadcast_to(ctx, one, shape)
     if value is None:
@@ -133,7 +133,7 @@ def _affine_operand(ctx, value, default: float, shape: list, dtype):
     return helpers.reshape(ctx, helpers.cast(ctx, value, dtype), shape)
 
 
-@converter(aten._native_batch_norm_legit.no_stats, validator=_bn_validator, dynamic=True,
+@converter(aten._native_batch_norm_legit.no_stats, validator=_bn_ok, dynamic=True,
            constants=("weight", "bias"))
 def batch_norm_batch_stats(ctx, input, weight, bias, training, momentum, eps):
     """Batch statistics over every dim but the channel dim 1 (instance norm lowers here)."""
@@ -163,11 +163,11 @@ def _stat_dtypes(ctx):
     return [v.dtype for v in ctx.out_meta[1:3]]
 
 
-def _layer_norm_validator(node, settings) -> Optional[str]:
+def _layer_norm_ok(node, settings) -> Optional[str]:
     return float_only(node, "layer norm")
 
 
-@converter(aten.native_layer_norm.default, validator=_layer_norm_validator, dynamic=True,
+@converter(aten.native_layer_norm.default, validator=_layer_norm_ok, dynamic=True,
            constants=("weight", "bias"))
 def layer_norm(ctx, input, normalized_shape, weight, bias, eps):
     rank, dtype, k = len(input.shape), helpers.dtype_of(input), len(normalized_shape)
@@ -181,7 +181,7 @@ def layer_norm(ctx, input, normalized_shape, weight, bias, eps):
     return (out, *_statistics(ctx, input, axes, eps, True, _stat_dtypes(ctx)))
 
 
-def _group_norm_validator(node, settings) -> Optional[str]:
+def _group_norm_ok(node, settings) -> Optional[str]:
     reason = float_only(node, "group norm")
     if reason:
         return reason
@@ -191,7 +191,7 @@ def _group_norm_validator(node, settings) -> Optional[str]:
     return None
 
 
-@converter(aten.native_group_norm.default, validator=_group_norm_validator, dynamic=True,
+@converter(aten.native_group_norm.default, validator=_group_norm_ok, dynamic=True,
            constants=("weight", "bias"))
 def group_norm(ctx, input, weight, bias, N, C, HxW, group, eps):
     """Normalize the input viewed as (N, G, C/G, HxW) over its last two dims, then the

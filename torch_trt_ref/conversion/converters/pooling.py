@@ -71,7 +71,7 @@ def _common_reason(node, nd: int, what: str) -> Optional[str]:
     return None
 
 
-def _max_validator(nd: int):
+def _max_ok(nd: int):
     def validate(node, settings) -> Optional[str]:
         reason = _common_reason(node, nd, "max pooling")
         if reason:
@@ -90,7 +90,7 @@ def _max_validator(nd: int):
     return validate
 
 
-def _avg_validator(nd: int):
+def _avg_ok(nd: int):
     def validate(node, settings) -> Optional[str]:
         reason = _common_reason(node, nd, "average pooling")
         if reason:
@@ -129,7 +129,7 @@ def _pool(ctx, x, kind, kernel, stride, pre, post, exclude_padding=False):
 def _register_max(target, nd: int, with_indices: bool = True):
     """``max_pool{n}d_with_indices`` (values, indices unsupported) or the composite
     ``max_pool{n}d`` (values only), kept when the user disables its decomposition."""
-    @converter(target, validator=_max_validator(nd), dynamic=True, family="pooling")
+    @converter(target, validator=_max_ok(nd), dynamic=True, family="pooling")
     def max_pool(ctx, input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
         args = {"kernel_size": kernel_size, "stride": stride, "padding": padding}
         kernel, stride, padding = _geometry(args, nd)
@@ -140,7 +140,7 @@ def _register_max(target, nd: int, with_indices: bool = True):
 
 
 def _register_avg(target, nd: int):
-    @converter(target, validator=_avg_validator(nd), dynamic=True, family="pooling")
+    @converter(target, validator=_avg_ok(nd), dynamic=True, family="pooling")
     def avg_pool(ctx, input, kernel_size, stride=(), padding=0, ceil_mode=False,
                  count_include_pad=True, divisor_override=None):
         args = {"kernel_size": kernel_size, "stride": stride, "padding": padding}
@@ -184,7 +184,7 @@ _register_avg(aten.avg_pool1d.default, 1)
 # a dynamic n masks an (m, n) grid of "j is in window i" computed from the runtime size.
 
 
-def _adaptive_validator(nd: int, what: str):
+def _adaptive_ok(nd: int, what: str):
     def validate(node, settings) -> Optional[str]:
         reason = _common_reason(node, nd, what)
         if reason:
@@ -284,7 +284,7 @@ def _adaptive(ctx, x, output_size, average: bool):
 def _register_adaptive(target, nd: int, average: bool):
     what = f"adaptive {'average' if average else 'max'} pooling"
 
-    @converter(target, validator=_adaptive_validator(nd, what), dynamic=True,
+    @converter(target, validator=_adaptive_ok(nd, what), dynamic=True,
                family="pooling")
     def adaptive_pool(ctx, input, output_size):
         out = _adaptive(ctx, input, per_dim(output_size, nd, "output_size"), average)

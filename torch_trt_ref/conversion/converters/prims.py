@@ -10,14 +10,14 @@ from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED
 from ..blocks.elementwise import trunc_divide
-from ..blocks.nodes import plain_dtypes
+from ..blocks.nodes import plain_dtypes_ok
 from ..blocks.reduce import REDUCIBLE, reduce
 from ..registry import converter
 
 prims = torch.ops.prims
 
 
-@converter(prims.sum.default, validator=plain_dtypes, dynamic=True)
+@converter(prims.sum.default, validator=plain_dtypes_ok, dynamic=True)
 def prims_sum(ctx, inp, dims, output_dtype=None):
     """Sum over ``dims``, no keepdim; None or [] sums every dim (its eager kernel is
     aten.sum's)."""
@@ -28,7 +28,7 @@ def prims_sum(ctx, inp, dims, output_dtype=None):
     return reduce(ctx, RED.SUM, x, sorted(helpers.normalize_dim(d, rank) for d in dims), False)
 
 
-@converter(prims.div.default, validator=plain_dtypes, dynamic=True)
+@converter(prims.div.default, validator=plain_dtypes_ok, dynamic=True)
 def prims_div(ctx, input, other):
     """True division for floats; integers round toward zero (C's ``/``), unlike
     aten.div's true division."""

@@ -36,7 +36,7 @@ def channel_axis(amax: torch.Tensor) -> Optional[int]:
     return dims[0] if len(dims) == 1 else -1
 
 
-def _quantize_supported(node: Node, settings) -> Optional[str]:
+def _quantize_ok(node: Node, settings) -> Optional[str]:
     args = node_args(node)
     x, fmt = fake(args["input"]), format_of(args["num_bits"], args["exponent_bits"])
     if fmt not in MAX_VALUE:
@@ -99,7 +99,7 @@ def _zero_only_where_zero(amax: torch.Tensor, weight: Optional[torch.Tensor]) ->
 # activation below -127.5 * scale would be -128 in the engine and -127 eagerly. The converter
 # clamps such inputs at -amax (an elementwise MAX before the quantize layer), which maps to
 # exactly -127; a constant (weight) input needs no clamp when it does not reach there.
-@converter(quantize_op, validator=_quantize_supported, dynamic=True, family="quantize",
+@converter(quantize_op, validator=_quantize_ok, dynamic=True, family="quantize",
            constants=("input", "amax"))
 def quantize(ctx, input, amax, num_bits, exponent_bits, unsigned, narrow_range):
     fmt = format_of(num_bits, exponent_bits)
@@ -119,7 +119,7 @@ def quantize(ctx, input, amax, num_bits, exponent_bits, unsigned, narrow_range):
     return qdq(ctx, input, ctx.constant(scale), TRT_TYPE[fmt], dtype, axis or 0)
 
 
-def _block_supported(node: Node, settings) -> Optional[str]:
+def _block_ok(node: Node, settings) -> Optional[str]:
     args = node_args(node)
     formats = (format_of(args["num_bits"], args["exponent_bits"]),
                format_of(args["scale_num_bits"], args["scale_exponent_bits"]))
@@ -145,7 +145,7 @@ def _block_supported(node: Node, settings) -> Optional[str]:
 # A weight quantizer's input is a constant here, so the converter encodes it at build time
 # (quantization.ops.nvfp4_blocks, the eager kernel's own arithmetic) in torch calls that the
 # weight program records: refit re-encodes new weights as a fresh compile would.
-@converter(block_quantize_op, validator=_block_supported, family="quantize",
+@converter(block_quantize_op, validator=_block_ok, family="quantize",
            constants=("input", "amax"))
 def block_quantize(ctx, input, block_size, amax, num_bits, exponent_bits, scale_num_bits,
                    scale_exponent_bits):

@@ -24,7 +24,7 @@ from ..blocks.shape import repeat_heads
 from ..registry import converter
 
 
-def _supported(node: Node, settings) -> Optional[str]:
+def _quantized_attention_ok(node: Node, settings) -> Optional[str]:
     """What TensorRT rejects, so the op runs in PyTorch (its eager kernel) instead."""
     args = node_args(node)
     fmt = format_of(args["num_bits"], args["exponent_bits"])
@@ -66,7 +66,7 @@ def _supported(node: Node, settings) -> Optional[str]:
 # quantizers run in float32 with the float32 scale, as the eager kernel does, and so does
 # the arithmetic between them (torch's opmath, as the fused attention block computes); the
 # output is cast back. In float32 nothing is cast.
-@converter(QUANTIZED_SDPA, validator=_supported, dynamic=True, family="quantize",
+@converter(QUANTIZED_SDPA, validator=_quantized_attention_ok, dynamic=True, family="quantize",
            constants=AMAX)
 def quantized_sdpa(ctx, query, key, value, amax_q, amax_k, amax_v, amax_p, attn_mask=None,
                    dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False, num_bits=8,

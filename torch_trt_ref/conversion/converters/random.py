@@ -12,7 +12,7 @@ from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, UN
 from ..blocks.index import MAX_K, filled, topk_layer
-from ..blocks.nodes import node_args, strided_only
+from ..blocks.nodes import FLOAT_DTYPES, node_args, strided_ok
 from ..registry import converter
 
 aten = torch.ops.aten
@@ -35,7 +35,7 @@ def random_fill(ctx, size, operation, alpha: float, beta: float, dtype: torch.dt
         return helpers.reshape(ctx, one, [])
     draw = dtype if dtype in FILL_DTYPES else torch.float32
     dims = [D.as_dim(ctx, d) for d in size]
-    shape = D.shape_tensor(ctx, dims) if not D.is_static(dims) else None
+    shape = D.shape_tensor(ctx, dims) if not D.no_shape_tensors(dims) else None
     layer = ctx.net.add_fill(tuple(d if isinstance(d, int) else 1 for d in dims), operation,
                              to_trt_dtype(draw))
     if shape is not None:
@@ -45,10 +45,10 @@ def random_fill(ctx, size, operation, alpha: float, beta: float, dtype: torch.dt
     return helpers.cast(ctx, out, dtype)
 
 
-def _float_out(node: Node, settings) -> str | None:
-    reason = strided_only(node, settings)
+def _float_out_ok(node: Node, settings) -> str | None:
+    reason = strided_ok(node, settings)
     dtype = node.meta["val"].dtype
-    if reason is None and dtype not in (torch.float32, torch.float16, torch.bfloat16):
+    if reason is None and dtype not in FLOAT_DTYPES:
         return f"random {dtype} values are not supported (TensorRT draws fp32/fp16)"
     return reason
 
@@ -61,14 +61,14 @@ def below_one(dtype: torch.dtype) -> float:
     return 1.0 - torch.finfo(dtype).eps / 2
 
 
-@converter(aten.rand.default, validator=_float_out, dynamic=True)
+@converter(aten.rand.default, validator=_float_out_ok, dynamic=True)
 def rand(ctx, size, dtype=None, layout=None, device=None, pin_memory=None):
     dtype = ctx.out_dtype
     out = random_fill(ctx, size, FILL.RANDOM_UNIFORM, 0.0, 1.0, dtype)
     return helpers.elementwise(ctx, EW.MIN, out, below_one(dtype), dtype)
 
 
-@converter(aten.randn.default, validator=_float_out, dynamic=True)
+@converter(aten.randn.default, validator=_float_out_ok, dynamic=True)
 def randn(ctx, size, dtype=None, layout=None, device=None, pin_memory=None):
     return random_fill(ctx, size, FILL.RANDOM_NORMAL, 0.0, 1.0, ctx.out_dtype)
 
@@ -82,7 +82,7 @@ def _randint_ok(node: Node, settings) -> str | None:
         return f"randint range must hold 1 to 2**24 integers (got [{low}, {high}))"
     if node.meta["val"].dtype not in (torch.int32, torch.int64) + FILL_DTYPES:
         return f"randint to {node.meta['val'].dtype} is not supported"
-    return strided_only(node, settings)
+    return strided_ok(node, settings)
 
 
 def uniform_integers(ctx, size, low: int, high: int, dtype: torch.dtype):
@@ -111,7 +111,7 @@ def _randperm_ok(node: Node, settings) -> str | None:
         return f"randperm supports 1 <= n <= {MAX_K} (TopK's k limit), got {n}"
     if node.meta["val"].dtype not in (torch.int32, torch.int64) + FILL_DTYPES:
         return f"randperm to {node.meta['val'].dtype} is not supported"
-    return strided_only(node, settings)
+    return strided_ok(node, settings)
 
 
 @converter(aten.randperm.default, validator=_randperm_ok)
@@ -123,7 +123,7 @@ def randperm(ctx, n, dtype=None, layout=None, device=None, pin_memory=None):
     return helpers.cast(ctx, order, ctx.out_dtype)
 
 
-def _eval_dropout(node: Node, settings) -> str | None:
+def _eval_dropout_ok(node: Node, settings) -> str | None:
     args = node_args(node)
     train, p = args["train"], args["p"]
     if train is not False and p != 0:
@@ -131,7 +131,7 @@ def _eval_dropout(node: Node, settings) -> str | None:
     return None
 
 
-@converter(aten.native_dropout.default, validator=_eval_dropout, dynamic=True)
+@converter(aten.native_dropout.default, validator=_eval_dropout_ok, dynamic=True)
 def native_dropout(ctx, input, p, train):
     """Eval mode (``train=False``, or p == 0): the input and an all-true keep mask. The
     lowering removes the dropout when the mask is unused (docs/converters.md)."""

@@ -9,7 +9,7 @@ import torch
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, RED, UN
-from ..blocks.nodes import fake_input, floating_point_input
+from ..blocks.nodes import fake_input, floating_point_input_ok
 from ..blocks.reduce import REDUCIBLE, positions, reduce, reduce_dims, where
 from ..registry import converter
 
@@ -129,12 +129,12 @@ def _variance(ctx, x, dims, correction, keepdim):
         denom) else denom)
 
 
-@converter(aten.var.correction, validator=floating_point_input, dynamic=True)
+@converter(aten.var.correction, validator=floating_point_input_ok, dynamic=True)
 def var(ctx, input, dim=None, correction=None, keepdim=False):
     return _variance(ctx, input, reduce_dims(dim, len(input.shape)), correction, keepdim)
 
 
-@converter(aten.var_mean.correction, validator=floating_point_input, dynamic=True)
+@converter(aten.var_mean.correction, validator=floating_point_input_ok, dynamic=True)
 def var_mean(ctx, input, dim=None, correction=None, keepdim=False):
     dims = reduce_dims(dim, len(input.shape))
     return (_variance(ctx, input, dims, correction, keepdim),
@@ -148,7 +148,7 @@ def var_mean(ctx, input, dim=None, correction=None, keepdim=False):
 # TensorRT's ISoftMaxLayer cannot infer the shape of a rank-1 input ("Could not get tensor
 # shape"); 0-d and rank-1 inputs go through as a (1, n) matrix.
 
-@converter(aten._softmax.default, validator=floating_point_input, dynamic=True)
+@converter(aten._softmax.default, validator=floating_point_input_ok, dynamic=True)
 def softmax(ctx, input, dim, half_to_float=False):
     x = helpers.cast(ctx, input, ctx.out_dtype)
     rank = len(x.shape)
@@ -161,7 +161,7 @@ def softmax(ctx, input, dim, half_to_float=False):
     return D.reshape(ctx, out, [-1] * rank) if rank < 2 else out
 
 
-@converter(aten._log_softmax.default, validator=floating_point_input, dynamic=True)
+@converter(aten._log_softmax.default, validator=floating_point_input_ok, dynamic=True)
 def log_softmax(ctx, input, dim, half_to_float=False):
     """x - max - log(sum(exp(x - max))): no overflow, and no log(0) for tiny softmax."""
     x = helpers.cast(ctx, input, ctx.out_dtype)

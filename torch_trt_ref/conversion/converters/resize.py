@@ -81,7 +81,7 @@ def _scales(args: dict, nd: int) -> list:
     return [args.get(f"scales_{c}") for c in "dhw"[3 - nd:]]
 
 
-def _validator(nd: int):
+def _upsample_ok(nd: int):
     def validate(node, settings) -> Optional[str]:
         reason = float_only(node, "resize")
         if reason:
@@ -250,7 +250,7 @@ def _configure(layer, kind: str, align_corners: bool) -> None:
 
 
 def _register(target, kind: str, nd: int):
-    @converter(target, validator=_validator(nd), dynamic=True, family="resize")
+    @converter(target, validator=_upsample_ok(nd), dynamic=True, family="resize")
     def upsample(ctx, input, output_size=None, scale_factors=None, align_corners=False,
                  **scales_dhw):  # scales_d/h/w of .default overloads
         rank = len(input.shape)
@@ -294,7 +294,7 @@ _GRID_MODES = {0: MODE.LINEAR, 1: MODE.NEAREST, 2: MODE.CUBIC}
 _GRID_PADDING = {0: trt.SampleMode.FILL, 1: trt.SampleMode.CLAMP, 2: trt.SampleMode.REFLECT}
 
 
-def _grid_validator(node, settings) -> Optional[str]:
+def _grid_ok(node, settings) -> Optional[str]:
     reason = float_only(node, "grid sample")
     if reason:
         return reason
@@ -308,7 +308,7 @@ def _grid_validator(node, settings) -> Optional[str]:
 
 
 @converter(aten.grid_sampler_2d.default, aten.grid_sampler_3d.default,
-           validator=_grid_validator, dynamic=True, family="resize")
+           validator=_grid_ok, dynamic=True, family="resize")
 def grid_sampler(ctx, input, grid, interpolation_mode, padding_mode, align_corners):
     """(N, C, *spatial) sampled at grid (N, *out, nd) of normalized (x, y[, z])."""
     grid = helpers.cast(ctx, grid, helpers.dtype_of(input))

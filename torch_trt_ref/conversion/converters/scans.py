@@ -9,7 +9,7 @@ from ..._trt import trt
 from .. import dims as D
 from .. import helpers
 from .._trt_ops import EW, UN
-from ..blocks.nodes import fake, fake_input, floating_point_input, node_args
+from ..blocks.nodes import fake, fake_input, floating_point_input_ok, node_args
 from ..blocks.reduce import REDUCIBLE, positions, where
 from ..registry import converter
 
@@ -33,7 +33,7 @@ def cumsum(ctx, input, dim, dtype=None):
     return ctx.name_layer(layer, "cumsum").get_output(0)
 
 
-def _static_scan_axis(node, settings):
+def _static_scan_axis_ok(node, settings):
     args = node_args(node)
     x, dim = fake(args["input"]), args["dim"]
     if x.dim() and not isinstance(x.shape[dim], int):
@@ -59,7 +59,7 @@ def scan(ctx, x, dim: int, combine, identity: float):
     return x
 
 
-@converter(aten.cumprod.default, validator=_static_scan_axis, dynamic=True)
+@converter(aten.cumprod.default, validator=_static_scan_axis_ok, dynamic=True)
 def cumprod(ctx, input, dim, dtype=None):
     x, dim = _scan_input(ctx, input, dim)
     return x if len(x.shape) == 0 else scan(ctx, x, dim, EW.PROD, 1)
@@ -75,7 +75,7 @@ def _log_add_exp(ctx, a, b):
 
 
 def _float_scan_ok(node, settings):
-    return floating_point_input(node, settings) or _static_scan_axis(node, settings)
+    return floating_point_input_ok(node, settings) or _static_scan_axis_ok(node, settings)
 
 
 @converter(aten.logcumsumexp.default, validator=_float_scan_ok, dynamic=True)
@@ -104,7 +104,7 @@ def _running_extreme(ctx, input, dim, op, largest: bool):
 def _cum_extreme_ok(node, settings):
     if fake_input(node).dtype == torch.bool:
         return "bool inputs are not supported"
-    return _static_scan_axis(node, settings)
+    return _static_scan_axis_ok(node, settings)
 
 
 @converter(aten.cummax.default, validator=_cum_extreme_ok, dynamic=True)

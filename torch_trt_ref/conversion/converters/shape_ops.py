@@ -54,7 +54,7 @@ def unsqueeze(ctx, input, dim):
     return helpers.unsqueeze(ctx, input, dim)
 
 
-def _layout_only(node, settings):
+def _layout_ok(node, settings):
     """Values are what matters in TensorRT: any memory format is an identity copy."""
     layout = node.kwargs.get("layout")
     if layout not in (None, torch.strided):
@@ -62,7 +62,7 @@ def _layout_only(node, settings):
     return None
 
 
-@converter(aten.clone.default, validator=_layout_only, dynamic=True)
+@converter(aten.clone.default, validator=_layout_ok, dynamic=True)
 @D.itensor_input
 def clone(ctx, input, memory_format=None):
     return helpers.identity(ctx, input)

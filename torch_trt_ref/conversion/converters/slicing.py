@@ -33,7 +33,7 @@ def slice_(ctx, input, dim=0, start=None, end=None, step=1):
 @D.itensor_input
 def narrow_copy(ctx, input, dim, start, length):
     dim = helpers.normalize_dim(dim, len(input.shape))
-    start = D.wrap_negative(ctx, start, D.dims_of(ctx, input)[dim])
+    start = D.wrap_negative_dim(ctx, start, D.dims_of(ctx, input)[dim])
     return slice_dim(ctx, input, dim, D.as_dim(ctx, start), D.as_dim(ctx, length))
 
 
@@ -42,7 +42,7 @@ def narrow_copy(ctx, input, dim, start, length):
 def select(ctx, input, dim, index):
     dim = helpers.normalize_dim(dim, len(input.shape))
     if helpers.is_tensor(index) or index < 0:
-        index = D.wrap_negative(ctx, index, D.dims_of(ctx, input)[dim])
+        index = D.wrap_negative_dim(ctx, index, D.dims_of(ctx, input)[dim])
     if helpers.is_tensor(index):
         index = D.reshape(ctx, D.as_dim(ctx, index), [])
     else:

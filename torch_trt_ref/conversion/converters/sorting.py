@@ -18,7 +18,7 @@ aten = torch.ops.aten
 TOPK_DTYPES = (torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64)
 
 
-def _check(node, dim, k=None, static: bool = False):
+def _sort_ok(node, dim, k=None, static: bool = False):
     """Why TopK cannot serve this node (None if it can). ``dim=None`` means the input is
     flattened first; ``k=None`` means the whole dim; ``static`` requires a static size."""
     x = fake_input(node)
@@ -41,14 +41,14 @@ def _check(node, dim, k=None, static: bool = False):
 
 
 @converter(aten.topk.default, dynamic=True,
-           validator=lambda n, s: _check(n, node_args(n)["dim"], node_args(n)["k"]))
+           validator=lambda n, s: _sort_ok(n, node_args(n)["dim"], node_args(n)["k"]))
 def topk(ctx, input, k, dim=-1, largest=True, sorted=True):
     # sorted=False lets torch return any order; the sorted order is one of them.
     return topk_layer(ctx, input, k, helpers.normalize_dim(dim, len(input.shape)), largest)
 
 
 @converter(aten.sort.default, dynamic=True,
-           validator=lambda n, s: _check(n, node_args(n)["dim"]))
+           validator=lambda n, s: _sort_ok(n, node_args(n)["dim"]))
 def sort(ctx, input, dim=-1, descending=False):
     dim = helpers.normalize_dim(dim, len(input.shape))
     return topk_layer(ctx, input, D.dims_of(ctx, input)[dim], dim, descending)
@@ -69,20 +69,20 @@ def _kth_smallest(ctx, x, k: int, dim: int, keepdim: bool):
 
 
 @converter(aten.kthvalue.default, dynamic=True,
-           validator=lambda n, s: _check(n, node_args(n)["dim"], node_args(n)["k"]))
+           validator=lambda n, s: _sort_ok(n, node_args(n)["dim"], node_args(n)["k"]))
 def kthvalue(ctx, input, k, dim=-1, keepdim=False):
     return _kth_smallest(ctx, input, k, helpers.normalize_dim(dim, len(input.shape)), keepdim)
 
 
 @converter(aten.median.dim, dynamic=True,
-           validator=lambda n, s: _check(n, node_args(n)["dim"], None, True))
+           validator=lambda n, s: _sort_ok(n, node_args(n)["dim"], None, True))
 def median_dim(ctx, input, dim, keepdim=False):
     # torch's median is the lower median: the ((n - 1) // 2 + 1)-th smallest.
     dim = helpers.normalize_dim(dim, len(input.shape))
     return _kth_smallest(ctx, input, (input.shape[dim] - 1) // 2 + 1, dim, keepdim)
 
 
-@converter(aten.median.default, validator=lambda n, s: _check(n, None, None, True))
+@converter(aten.median.default, validator=lambda n, s: _sort_ok(n, None, None, True))
 def median(ctx, input):
     flat = D.reshape(ctx, input, [-1])
     return _kth_smallest(ctx, flat, (flat.shape[0] - 1) // 2 + 1, 0, False)[0]

@@ -10,8 +10,9 @@ import torch
 
 from .. import helpers
 from .._trt_ops import EW, UN
-from ..blocks.elementwise import binary, is_negative, opmath, select, tensor, trunc, unary
-from ..blocks.nodes import plain_dtypes
+from ..blocks.elementwise import binary, is_negative, opmath, select, tensor, trunc
+from ..blocks.nodes import plain_dtypes_ok
+from ..helpers import unary
 from ..registry import converter
 
 aten = torch.ops.aten
@@ -112,7 +113,7 @@ _UNARY: dict = {
 
 
 def _register_unary(target, build, policy, composite):
-    @converter(target, dynamic=True, validator=plain_dtypes)
+    @converter(target, dynamic=True, validator=plain_dtypes_ok)
     def convert(ctx, input):
         in_dtype = helpers.dtype_of(input)
         if not in_dtype.is_floating_point and policy in (IDENTITY, PREDICATE):
@@ -130,13 +131,13 @@ for _target, _spec in _UNARY.items():
     _register_unary(_target, *_spec)
 
 
-@converter(aten.signbit.default, dynamic=True, validator=plain_dtypes)
+@converter(aten.signbit.default, dynamic=True, validator=plain_dtypes_ok)
 def signbit(ctx, input):
     dtype = helpers.dtype_of(input)
     return is_negative(ctx, tensor(ctx, input, torch.int32 if dtype == torch.bool else dtype))
 
 
-@converter(aten.round.decimals, dynamic=True, validator=plain_dtypes)
+@converter(aten.round.decimals, dynamic=True, validator=plain_dtypes_ok)
 def round_decimals(ctx, input, decimals):
     """round(x * 10^d) / 10^d (for d < 0: round(x / 10^-d) * 10^-d), as torch computes it."""
     dtype = ctx.out_dtype
