@@ -181,6 +181,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
     with report.phase("lowering"):
         gm = lower_program(ep, settings)
     report.lowering = gm.meta.get("lowering", "")
+    report.autocast = gm.meta.get("autocast", [])
     say(f"lowered in {report.phases['lowering']:.2f}s")
     with report.phase("partition"):
         checked = check_nodes(gm, settings, registry)

@@ -45,6 +45,8 @@ class CompileReport:
     upcasts: dict[str, list[str]] = field(default_factory=dict)
     # "node by node", or why the program was retraced whole (see compiler.lower_program)
     lowering: str = ""
+    # enable_autocast: per float node {node, op, dtype, reason, module} (lowering/autocast.py)
+    autocast: list[dict] = field(default_factory=list)
     # the sizes each compiled module runs, when the trace did not cover a declared range
     # (Note [Sizes the trace does not cover] in size_cover.py); this report is the first's
     size_branches: list[dict] = field(default_factory=list)
@@ -103,7 +105,8 @@ class CompileReport:
                 "phases_cpu": self.phases_cpu, "partition": self.partition,
                 "support": self.support, "engines": [e.__dict__ for e in self.engines],
                 "fallbacks": self.fallbacks, "upcasts": self.upcasts, "lowering": self.lowering,
-                "frontend": self.frontend, "size_branches": self.size_branches,
+                "autocast": self.autocast, "frontend": self.frontend,
+                "size_branches": self.size_branches,
                 "untraced_sizes": self.untraced_sizes, "raising_sizes": self.raising_sizes,
                 "peak_rss_bytes": self.peak_rss_bytes,
                 "counts": self.counts, "dryrun": self.dryrun, "plan": self.plan}
@@ -129,6 +132,11 @@ class CompileReport:
             lines.append(f"frontend: {self.frontend}")
         if self.lowering:
             lines.append(f"lowering: {self.lowering}")
+        if self.autocast:
+            fp32 = [d for d in self.autocast if d["dtype"] == "fp32"]
+            lines.append(f"autocast: {len(self.autocast) - len(fp32)} of {len(self.autocast)} "
+                         "float nodes in low precision; in fp32:")
+            lines += [f"  {d['node']} ({d['op']}): {d['reason']}" for d in fp32]
         for b in self.size_branches:
             lines.append(f"compiled separately for {b['sizes']}: {b['counts']}")
         if self.untraced_sizes:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
@@ -154,6 +155,17 @@ class CompilationSettings:
     # keep random ops (rand, randint, bernoulli, dropout in train mode) in PyTorch, so they
     # draw anew on every call; in an engine a draw is the same every call (docs/converters.md)
     random_ops_in_torch: bool = False
+    # autocast (the peer's 2.10 spelling; lowering/autocast.py): in an fp32 compile, each
+    # float node computes in autocast_low_precision_type unless a rule keeps it in fp32
+    enable_autocast: bool = False
+    autocast_low_precision_type: str = "fp16"
+    autocast_excluded_nodes: frozenset[str] = frozenset()  # regexes: node name or module path
+    autocast_excluded_ops: frozenset[str] = frozenset()
+    autocast_max_output_threshold: float = 512.0
+    # batches (a tensor or a tuple of positional tensors each) run eagerly to find the nodes
+    # whose |output| exceeds the threshold; None: that rule is off
+    autocast_calibration_dataloader: Any = field(default=None, compare=False)
+    use_fp32_acc: bool = False  # matmuls of fp16/bf16 inputs accumulate (compute) in fp32
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -207,8 +219,58 @@ class CompilationSettings:
                 {k: normalize_ops(v, f"backend_support_map[{k!r}]")
                  for k, v in self.backend_support_map.items()},
             )
+        self._check_autocast()
         if self.extra:
             raise ValueError(f"unknown settings {sorted(self.extra)}; accepted: {sorted(FIELDS)}")
+
+    def _check_autocast(self) -> None:
+        """The autocast settings: valid values, and only where they take effect."""
+        for name in ("enable_autocast", "use_fp32_acc"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
+        low = self.autocast_low_precision_type
+        low = {torch.float16: "fp16", torch.bfloat16: "bf16"}.get(low, low)
+        if low not in ("fp16", "bf16"):
+            raise ValueError(f"autocast_low_precision_type={low!r} is not accepted; use 'fp16' "
+                             "or 'bf16' (or torch.float16 / torch.bfloat16)")
+        object.__setattr__(self, "autocast_low_precision_type", low)
+        patterns = self.autocast_excluded_nodes
+        patterns = [patterns] if isinstance(patterns, str) else list(patterns)
+        for pattern in patterns:
+            try:
+                re.compile(pattern)
+            except (re.error, TypeError) as err:
+                raise ValueError(f"autocast_excluded_nodes: {pattern!r} is not a regular "
+                                 f"expression ({err})") from None
+        object.__setattr__(self, "autocast_excluded_nodes", frozenset(patterns))
+        object.__setattr__(self, "autocast_excluded_ops",
+                           normalize_ops(self.autocast_excluded_ops, "autocast_excluded_ops"))
+        threshold = self.autocast_max_output_threshold
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not (
+                threshold > 0):
+            raise ValueError(f"autocast_max_output_threshold must be a positive number, got "
+                             f"{threshold!r}")
+        loader = self.autocast_calibration_dataloader
+        if loader is not None and not hasattr(loader, "__iter__"):
+            raise ValueError("autocast_calibration_dataloader must be an iterable of batches "
+                             f"(a tensor or a tuple of tensors each), got {type(loader).__name__}")
+        if self.enable_autocast and self.precision != "fp32":
+            raise ValueError(f"enable_autocast chooses fp32 or {low} per node of an fp32 "
+                             f"compile; use precision='fp32' (got {self.precision!r}) with "
+                             f"autocast_low_precision_type={low!r}")
+        given = [n for n in ("autocast_excluded_nodes", "autocast_excluded_ops",
+                             "autocast_calibration_dataloader")
+                 if getattr(self, n) not in (frozenset(), None)]
+        if given and not self.enable_autocast:
+            raise ValueError(f"{', '.join(given)} set without enable_autocast=True: autocast "
+                             "settings take effect only with it")
+        if self.use_fp32_acc and self.precision == "fp32" and not self.enable_autocast:
+            raise ValueError("use_fp32_acc makes fp16/bf16 matmuls compute in fp32; it takes "
+                             "precision='fp16'/'bf16' or enable_autocast=True")
+
+    @property
+    def autocast_dtype(self) -> torch.dtype:
+        return PRECISION_DTYPES[self.autocast_low_precision_type]
 
     @classmethod
     def from_kwargs(cls, **kwargs) -> "CompilationSettings":
@@ -257,6 +319,8 @@ def settings_json(settings: CompilationSettings) -> dict[str, Any]:
             value = sorted(value)
         elif isinstance(value, dict):
             value = {k: sorted(v) if isinstance(v, frozenset) else v for k, v in value.items()}
+        elif f.name == "autocast_calibration_dataloader" and value is not None:
+            value = f"<{type(value).__name__}>"  # batches of tensors: not report data
         out[f.name] = value
     return out
 

@@ -12,6 +12,7 @@ from torch.fx import GraphModule
 
 from .. import work
 from ..settings import CompilationSettings
+from .autocast import autocast, fp32_accumulation
 from .meta import propagate_meta
 from .passes import fold_constants, remove_asserts, remove_noops, split_tied_embeddings
 from .precision import cast_precision
@@ -23,6 +24,8 @@ PASSES = [
     remove_noop_views,
     fold_constants,
     cast_precision,
+    autocast,
+    fp32_accumulation,
 ]
 # Note [Engine-only rewrites after partitioning]: split_tied_embeddings turns one embedding
 # into 8 nodes and one head into 6; run before partitioning it made GPT-2's lookup a TensorRT
@@ -48,7 +51,7 @@ def lower(gm: GraphModule, settings: CompilationSettings, passes=None) -> GraphM
                  f"with lower(gm, settings, passes=[...]) to find which)")
         raise RuntimeError(f"{which} left an invalid graph: {err}") from err
     gm.recompile()
-    if settings.precision != "fp32":
+    if settings.precision != "fp32" or settings.enable_autocast:
         propagate_meta(gm)
     return gm
 
