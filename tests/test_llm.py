@@ -28,6 +28,10 @@ CONFIGS = {
     "qwen3": lambda: tf.Qwen3ForCausalLM(tf.Qwen3Config(
         num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=4,
         num_key_value_heads=2, head_dim=8, **SMALL)),
+    # sliding_window 4 < prompt: every layer slides, and the window is crossed
+    "mistral": lambda: tf.MistralForCausalLM(tf.MistralConfig(
+        num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=4,
+        num_key_value_heads=2, head_dim=8, sliding_window=4, **SMALL)),
     # sliding_window 4 < prompt: layer 0 is a sliding layer whose window the test crosses
     "gemma3": lambda: tf.Gemma3ForCausalLM(tf.Gemma3TextConfig(
         num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=4,

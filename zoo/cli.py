@@ -285,8 +285,10 @@ def add_subcommands(subparsers) -> None:
     lst.set_defaults(func=list_command)
 
     from .gpu_latency import add_parsers  # zoo save / zoo latency (saved programs on a GPU)
+    from .llm_cells import add_parser as add_llm_parser  # zoo llm (decoder-LLM cells)
 
     add_parsers(sub)
+    add_llm_parser(sub)
 
 
 def main(argv: list[str] | None = None) -> int:
