@@ -30,7 +30,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("torch_trt_ref._trt", "torch_trt_ref.settings", "torch_trt_ref.inputs",
      "torch_trt_ref.weights", "torch_trt_ref.accuracy", "torch_trt_ref.report",
      "torch_trt_ref.memory", "torch_trt_ref.ownership", "torch_trt_ref.threads",
-     "torch_trt_ref.errors",
+     "torch_trt_ref.errors", "torch_trt_ref.observe",
      "torch_trt_ref.library_ops", "torch_trt_ref.missing_trt", "torch_trt_ref.work",
      "torch_trt_ref.kv_cache_op",  # the static KV cache write op (torch only)
      "torch_trt_ref.quantization"),  # the quantizer ops and PTQ: torch only

@@ -16,7 +16,7 @@ import torch
 from torch.export import ExportedProgram
 from torch.fx import GraphModule
 
-from . import size_cover, torchscript
+from . import observe, size_cover, torchscript
 from .arguments import (
     as_model,
     check_signature,
@@ -154,6 +154,9 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
     """Capture, lower, partition, convert and build. ``captured``: the program a previous
     attempt captured (and found not to cover the declared ranges: size_cover), used as is."""
     report = CompileReport(settings=settings_json(settings))
+    observer = observe.current()
+    if observer is not None:
+        observer.compile_started()
     kwarg_inputs = kwarg_inputs or {}
     specs = as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values()))
     device = next((v.device for v in list(inputs) + list(kwarg_inputs.values())
@@ -215,6 +218,8 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             _upcast(job, name, submodule)
             continue
         setattr(stitched, name, EngineModule(engine, executor, name, submodule))
+        if observer is not None:
+            observer.engine_built(name, engine)
         fixed_draws += [n for n in seg.nodes if is_random(n)]
         report.engines.append(EngineRecord(
             name, engine.layer_count, engine.nbytes, engine.snapshot.weight_bytes(),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from torch.fx import GraphModule
 
-from .. import work
+from .. import observe, work
 from ..settings import CompilationSettings
 from .autocast import autocast, fp32_accumulation
 from .meta import propagate_meta
@@ -39,8 +39,13 @@ SEGMENT_PASSES = [
 def lower(gm: GraphModule, settings: CompilationSettings, passes=None) -> GraphModule:
     work.add("nodes.decomposed", len(gm.graph.nodes))
     passes = passes or PASSES
+    observer = observe.current()
     for lowering_pass in passes:
+        if observer is not None:
+            observer.lowering_pass(lowering_pass.__name__, "before", gm)
         gm = lowering_pass(gm, settings)
+        if observer is not None:
+            observer.lowering_pass(lowering_pass.__name__, "after", gm)
         work.add(f"nodes.{lowering_pass.__name__}", len(gm.graph.nodes))
     try:
         gm.graph.lint()
@@ -60,8 +65,13 @@ def lower_segment(gm: GraphModule, settings: CompilationSettings) -> GraphModule
     """The ``SEGMENT_PASSES`` on one TensorRT segment (edited in place; recompiled only if a
     pass changed it, as most segments hold no tied weight)."""
     before = [(n.op, n.target) for n in gm.graph.nodes]
+    observer = observe.current()
     for segment_pass in SEGMENT_PASSES:
+        if observer is not None:
+            observer.lowering_pass(segment_pass.__name__, "before", gm)
         gm = segment_pass(gm, settings)
+        if observer is not None:
+            observer.lowering_pass(segment_pass.__name__, "after", gm)
     if [(n.op, n.target) for n in gm.graph.nodes] != before:
         gm.graph.lint()
         gm.recompile()

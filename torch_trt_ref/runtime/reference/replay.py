@@ -22,10 +22,12 @@ with the weights resident all the same."""
 from __future__ import annotations
 
 import logging
+import time
 from typing import Callable
 
 import torch
 
+from ... import observe
 from ..cuda_graphs import EngineGraphs, GraphSettings, graphs_enabled
 from ..snapshot import LayerRecord, NetworkSnapshot
 from .attention_fusion import fuse_attention
@@ -90,11 +92,27 @@ class _Prepared:
                                        dict(zip(self.inputs, self.infos)))
         self.fast, self.fast_layers = _fuse_multiply_add(calls, layers, outs)
 
-    def run(self, inputs: list[torch.Tensor], check: bool) -> list[torch.Tensor]:
+    def run(self, inputs: list[torch.Tensor], check: bool,
+            timed: Callable[[LayerRecord, float], None] | None = None) -> list[torch.Tensor]:
+        """Run the calls; ``check``: compare each output with TensorRT's inferred shape and
+        dtype; ``timed``: called with each call's layer and its wall seconds (on CUDA the
+        device is synchronized around each call)."""
         values: list = [None] * self.size
         for index, value in zip(self.inputs, inputs):
             values[index] = value
-        if check:
+        if timed is not None:
+            sync = _synchronizer(inputs)
+            for (fn, ins, attrs, outs), layer in zip(self.fast, self.fast_layers):
+                sync()
+                start = time.perf_counter()
+                results = fn([values[i] for i in ins], **attrs)
+                sync()
+                timed(layer, time.perf_counter() - start)
+                for index, info, value in zip(outs, layer.outputs, results):
+                    if check:
+                        _check(layer, info, value)
+                    values[index] = value
+        elif check:
             for info, value in zip(self.infos, inputs):
                 _check(LayerRecord("input", "INPUT", [], [info]), info, value)
             for (fn, ins, attrs, outs), layer in zip(self.fast, self.fast_layers):
@@ -109,6 +127,11 @@ class _Prepared:
                     values[index] = value
         # TensorRT writes dense, contiguous outputs; the reference executor matches that.
         return [values[index].contiguous() for index in self.outputs]
+
+
+def _synchronizer(inputs: list[torch.Tensor]) -> Callable[[], None]:
+    cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in inputs)
+    return torch.cuda.synchronize if cuda else (lambda: None)
 
 
 def _multiply_add(inputs, **_):
@@ -208,6 +231,11 @@ class ReferenceRunner:
         device = inputs[0].device if inputs else self.device
         if device is not None and device != self.device:
             self.to(device)
+        observer = observe.current()
+        if observer is not None and observer.times_layers and self.prepared is not None:
+            def timed(layer: LayerRecord, seconds: float) -> None:
+                observer.layer_timed(self.name, layer.name, layer.kind, seconds)
+            return self.prepared.run(inputs, True, timed)  # eager, never a CUDA graph
         if device is not None and device.type == "cuda" and graphs_enabled(self.graphs.settings):
             return self.graphs(inputs)
         return self._eager(inputs)
