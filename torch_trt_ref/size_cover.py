@@ -51,6 +51,12 @@ log = logging.getLogger(__name__)
 # At most this many untraced sizes of one dim are checked against the module compiled for
 # the whole range; more are compiled per run of sizes. Common: the one size 1 (``size > 1``).
 MAX_CHECKED = 8
+# A dim the model fixes (a DynamicShapeError: a Python loop over the size, a reshape to a
+# constant) is compiled once per size where eager runs, at most this many sizes; past them
+# the compile stops at once with the error, naming the dim and the model line (a Mamba
+# without its kernels loops over the sequence: 25 sequence sizes were 25+ nested compiles
+# that ran for many minutes, issue 36 item 7).
+MAX_FORCED = 8
 # Eager is run at most at this many untraced sizes of one dim to find where it raises; the
 # sizes past them are compiled (a trace at a size eager rejects fails the compile).
 MAX_PROBED = 64
@@ -82,7 +88,11 @@ def compile_covering(compile_traced: Callable, model, inputs: Sequence[Any],
         covered, program, static = {(i, d): (size, size) for i, d, size in err.dims}, None, err
         if not covered:
             raise
-    sizes, raises = untraced(model, inputs, kwarg_inputs, covered)
+    # a dim the model fixes is compiled once per size: past MAX_FORCED sizes, say so instead
+    sizes, raises = untraced(model, inputs, kwarg_inputs, covered,
+                             enough=None if static is None else MAX_FORCED + 1)
+    if static is not None and sum(len(v) for v in sizes.values()) > MAX_FORCED:
+        raise _too_many_sizes(static, sizes)
     points, off_raises, unprobed = off_conditions(model, inputs, kwarg_inputs, covered,
                                                   conditions)
     raises += off_raises
@@ -114,7 +124,8 @@ def compile_covering(compile_traced: Callable, model, inputs: Sequence[Any],
         log.info("compiling per size: the graph traced for %s is wrong elsewhere: %s",
                  covered, why)
     boxes = [dict(covered)] + [{dim: run} for dim, values in sizes.items()
-                               for run in _runs(values)] + _merged(points)
+                               for run in _runs(values, single=static is not None)]
+    boxes += _merged(points)
     traced = None
     if program is not None and conditions:  # the trace, where its conditions hold
         traced = compile_traced(model, *restrict(inputs, kwarg_inputs, covered),
@@ -164,20 +175,34 @@ def describe(boxes: list) -> list[dict]:
             for box in boxes]
 
 
-def _runs(values: list[int]) -> list[tuple[int, int]]:
-    """Sorted sizes as runs of consecutive sizes (lo, hi)."""
+def _too_many_sizes(static: DynamicShapeError, sizes: dict):
+    """``static`` (the model fixes these dims) with the reason the compile stops there: eager
+    runs at more than MAX_FORCED other sizes of a dim, each of which would be a compile of
+    its own."""
+    err = DynamicShapeError(
+        f"{static} (Eager runs at more than {MAX_FORCED} other declared sizes of it; a size the "
+        f"model fixes can only be compiled on its own, one compile per size, which this "
+        f"compile does for a range of at most {MAX_FORCED + 1} sizes.)", static.dims)
+    err.traced_at = static.traced_at
+    return err
+
+
+def _runs(values: list[int], single: bool = False) -> list[tuple[int, int]]:
+    """Sorted sizes as runs of consecutive sizes (lo, hi); ``single``: one run per size (a
+    dim the model fixes: no trace covers two of its sizes)."""
     runs: list[list[int]] = []
     for v in values:
-        if runs and runs[-1][1] == v - 1:
+        if runs and runs[-1][1] == v - 1 and not single:
             runs[-1][1] = v
         else:
             runs.append([v, v])
     return [(lo, hi) for lo, hi in runs]
 
 
-def untraced(model, inputs, kwarg_inputs, covered: Box):
+def untraced(model, inputs, kwarg_inputs, covered: Box, enough: int | None = None):
     """(input, dim) -> the declared sizes outside ``covered`` at which eager runs, and the
-    boxes (runs of sizes) where eager raises, each with eager's error."""
+    boxes (runs of sizes) where eager raises, each with eager's error. ``enough``: stop
+    running eager at a dim once it ran at this many of its sizes."""
     specs = as_inputs(list(inputs)) + as_inputs(list(kwarg_inputs.values()))
     sizes, raises = {}, []
     for (i, d), (lo, hi) in covered.items():
@@ -189,6 +214,8 @@ def untraced(model, inputs, kwarg_inputs, covered: Box):
                 if k < MAX_PROBED else None
             if why is None:
                 sizes[(i, d)].append(v)
+                if enough is not None and len(sizes[(i, d)]) >= enough:
+                    break
             else:
                 failed[v] = why
         raises += [({(i, d): run}, failed[run[0]]) for run in _runs(sorted(failed))]
