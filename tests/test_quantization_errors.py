@@ -13,7 +13,7 @@ import torch
 from torch_trt_ref.quantization import quantize, quantizers
 from torch_trt_ref.quantization.calibrate import HistogramCalibrator
 
-PRECISIONS = ["int8", "fp8", "nvfp4"]
+FORMATS = ["int8", "fp8", "nvfp4"]
 
 
 def _model():
@@ -29,7 +29,7 @@ def _batches(bad):
     return data
 
 
-@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("precision", FORMATS)
 @pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
 def test_max_calibration_of_a_non_finite_batch_is_an_error(precision, bad):
     with pytest.raises(ValueError, match=r"quantize: layer '0', input quantizer: calibration "
@@ -38,7 +38,7 @@ def test_max_calibration_of_a_non_finite_batch_is_an_error(precision, bad):
         quantize(_model(), _batches(bad), precision=precision, progress=False)
 
 
-@pytest.mark.parametrize("precision", PRECISIONS)
+@pytest.mark.parametrize("precision", FORMATS)
 @pytest.mark.parametrize("algorithm", ["percentile", "entropy"])
 def test_histograms_leave_non_finite_values_out_with_a_warning(precision, algorithm):
     data = _batches(float("nan"))

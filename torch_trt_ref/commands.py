@@ -8,12 +8,12 @@ import argparse
 import os
 import sys
 
-from .settings import EXECUTORS, PARTITIONERS, PRECISIONS
+from .settings import COMPILE_PRECISIONS, EXECUTORS, PARTITIONERS
 
 
 def add_settings_options(p: argparse.ArgumentParser, min_block_size: int | None = 5) -> None:
     """The compile settings both ``compile`` and ``debug`` take."""
-    p.add_argument("--precision", choices=PRECISIONS, default="fp32",
+    p.add_argument("--precision", choices=COMPILE_PRECISIONS, default="fp32",
                    help="compile precision: weights and activations cast in lowering "
                         "(default fp32; INT8/FP8/NVFP4 are quantization formats: "
                         "zoo run --precisions int8, or torch_trt_ref.quantize)")

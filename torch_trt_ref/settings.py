@@ -12,9 +12,9 @@ from typing import Any, Iterable
 
 import torch
 
-PRECISIONS = ("fp32", "fp16", "bf16")
+COMPILE_PRECISIONS = ("fp32", "fp16", "bf16")
 # quantization formats: torch_trt_ref.quantize puts them in the graph before compile (D13)
-QUANTIZED = ("int8", "fp8", "nvfp4")
+QUANT_FORMATS = ("int8", "fp8", "nvfp4")
 PARTITIONERS = ("fast", "global", "hierarchical", "dependency_aware")
 EXECUTORS = ("auto", "reference", "tensorrt")
 PRECISION_DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -175,15 +175,16 @@ class CompilationSettings:
                 raise ValueError(f"{name}={value!r} is not accepted; use one of "
                                  f"{list(accepted)}{hint}")
 
-        if self.precision in QUANTIZED:
+        if self.precision in QUANT_FORMATS:
             raise ValueError(
-                f"precision={self.precision!r} is not accepted; use one of {list(PRECISIONS)}. "
+                f"precision={self.precision!r} is not accepted; use one of "
+                f"{list(COMPILE_PRECISIONS)}. "
                 f"{self.precision!r} is a quantization format, put in the model before "
                 f"compile: quantized = torch_trt_ref.quantize(model, calibration_batches, "
                 f"precision={self.precision!r}), then compile(quantized, ...) "
                 f"(docs/quantization.md; the zoo's `zoo run --precisions {self.precision}` "
                 "does both)")
-        one_of("precision", self.precision, PRECISIONS)
+        one_of("precision", self.precision, COMPILE_PRECISIONS)
         one_of("partitioner", self.partitioner, PARTITIONERS)
         one_of("executor", self.executor, EXECUTORS)
         for name in ("min_block_size", "workspace_size", "engine_cache_size",

@@ -68,7 +68,7 @@ def settings_for(cell: Cell, weight_bytes: int, base: dict[str, Any] | None = No
     """Compile keyword settings of a cell (on top of the entry's ``base`` settings).
     Resource partitioning gets a CPU budget whose per-engine share is ``budget_fraction`` of
     the weights in the cell's precision."""
-    precision = "fp32" if cell.precision in quantized.QUANT_PRECISIONS else cell.precision
+    precision = cell.compile_precision
     kwargs: dict[str, Any] = {**(base or {}), "partitioner": cell.strategy,
                               "precision": precision}
     if cell.resource_partitioning:
@@ -148,9 +148,9 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
         record["eager_latency"] = measure.latency(lambda: model(*args, **kwargs), 0,
                                                   min(runs, 5), max_seconds / 4)
         fp32_model = model
-        if cell.precision in quantized.QUANT_PRECISIONS:
+        if cell.quant_format is not None:
             stage = "quantize"
-            model, record["quantization"] = quantized.prepare(model, cell.precision, args,
+            model, record["quantization"] = quantized.prepare(model, cell.quant_format, args,
                                                               kwargs)
         stage = "compile"
         settings = settings_for(cell, weight_bytes, entry.compile_settings)
@@ -180,7 +180,7 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
                                                     entry.tolerance(cell.precision))
         else:
             record["accuracy"] = _accuracy(model, args, kwargs, reference, result,
-                                           PRECISION_DTYPES[cell.precision],
+                                           PRECISION_DTYPES[cell.compile_precision],
                                            entry.tolerance(cell.precision))
         del result
         gc.collect()

@@ -7,12 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from torch_trt_ref.settings import PARTITIONERS, PRECISIONS
+from torch_trt_ref.settings import COMPILE_PRECISIONS, PARTITIONERS, QUANT_FORMATS
 
 from . import compare as cmp
 from . import model_commands
 from .matrix import DEFAULT_BUDGET_FRACTION, full_matrix, matrix, quick_matrix
-from .quantized import QUANT_PRECISIONS
 from .registry import ZOO, select
 
 RP_CHOICES = {"off": (False,), "on": (True,), "both": (False, True)}
@@ -27,7 +26,8 @@ def _cells(args: argparse.Namespace):
         cells = full_matrix()
     else:
         names = [e.name for e in select(args.models, args.tags)]
-        cells = matrix(names, args.strategies or PARTITIONERS, args.precisions or PRECISIONS,
+        cells = matrix(names, args.strategies or PARTITIONERS,
+                       args.precisions or COMPILE_PRECISIONS,
                        RP_CHOICES[args.rp or ("both" if args.full else "off")],
                        args.budget_fraction, args.dynamic)
     return cells
@@ -204,7 +204,7 @@ def add_subcommands(subparsers) -> None:
     run.add_argument("--tags", nargs="+", help="models with any of these tags")
     run.add_argument("--strategies", nargs="+", choices=PARTITIONERS,
                      help="partition strategies (default: all)")
-    run.add_argument("--precisions", nargs="+", choices=PRECISIONS + QUANT_PRECISIONS,
+    run.add_argument("--precisions", nargs="+", choices=COMPILE_PRECISIONS + QUANT_FORMATS,
                      help="compile precisions (default: fp32/fp16/bf16); int8 and fp8 "
                           "quantize Linear/Conv first (docs/quantization.md)")
     run.add_argument("--rp", choices=sorted(RP_CHOICES),
@@ -246,7 +246,7 @@ def add_subcommands(subparsers) -> None:
     anc = sub.add_parser("anchors", help="partition anchor table: engines and transitions "
                          "per strategy and forced op beside Torch-TensorRT's (no engine built)")
     anc.add_argument("--models", nargs="+", help="subset of the anchor models")
-    anc.add_argument("--precision", default="fp32", choices=("fp32", *QUANT_PRECISIONS),
+    anc.add_argument("--precision", default="fp32", choices=("fp32", *QUANT_FORMATS),
                      help="quantize each model first (int8/fp8/nvfp4, as zoo run does): "
                           "quantization must not add engines")
     anc.add_argument("--markdown", help="also write the table here")

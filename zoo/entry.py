@@ -9,6 +9,8 @@ from typing import Any, Callable
 
 import torch
 
+from torch_trt_ref.settings import QUANT_FORMATS
+
 Args = tuple[tuple[Any, ...], dict[str, Any]]
 
 # Max abs error vs eager fp32 that a compile in each precision may show, for a model whose
@@ -16,9 +18,13 @@ Args = tuple[tuple[Any, ...], dict[str, Any]]
 # criterion: accuracy is judged against eager float64 (torch_trt_ref.accuracy, docs/zoo.md);
 # a tolerance decides only for a model that cannot run in float64, and is recorded.
 DEFAULT_TOLERANCES = {"fp32": 1e-3, "fp16": 5e-2, "bf16": 2e-1}
-# Quantized cells compile in fp32 around the Q/DQ nodes and compare with the eager quantized
-# model: the fp32 tolerance applies.
-QUANTIZED = ("int8", "fp8", "nvfp4")
+
+
+def compile_precision(precision: str) -> str:
+    """The compile precision of a zoo precision name: a compile precision is itself; a
+    quantization format (``QUANT_FORMATS``) compiles in fp32 around its Q/DQ nodes and is
+    compared with the eager quantized model, so the fp32 tolerance applies too."""
+    return "fp32" if precision in QUANT_FORMATS else precision
 
 
 @dataclass(frozen=True)
@@ -55,7 +61,7 @@ class ZooEntry:
         return total
 
     def tolerance(self, precision: str) -> float:
-        precision = "fp32" if precision in QUANTIZED else precision
+        precision = compile_precision(precision)
         return self.tolerances.get(precision, DEFAULT_TOLERANCES[precision])
 
 

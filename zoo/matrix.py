@@ -7,9 +7,9 @@ import itertools
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
-from torch_trt_ref.settings import PARTITIONERS, PRECISIONS
+from torch_trt_ref.settings import COMPILE_PRECISIONS, PARTITIONERS, QUANT_FORMATS
 
-from .quantized import QUANT_PRECISIONS
+from .entry import compile_precision
 from .registry import QUICK, ZOO
 
 QUICK_STRATEGIES = ("fast", "dependency_aware")
@@ -26,12 +26,27 @@ DEFAULT_BUDGET_FRACTION = 0.35
 
 @dataclass(frozen=True)
 class Cell:
+    """One compile of the sweep. ``precision`` is a compile precision (fp32/fp16/bf16) or a
+    quantization format (int8/fp8/nvfp4: the model is quantized, then compiled in
+    ``compile_precision``), as ``--precisions`` names it and records keep it."""
+
     model: str
     strategy: str
     precision: str
     resource_partitioning: bool = False
     budget_fraction: float = DEFAULT_BUDGET_FRACTION
     dynamic: bool = False
+
+    @property
+    def quant_format(self) -> str | None:
+        """The quantization format of a quantized cell (``int8``/``fp8``/``nvfp4``), else
+        None."""
+        return self.precision if self.precision in QUANT_FORMATS else None
+
+    @property
+    def compile_precision(self) -> str:
+        """The precision the cell compiles in (``entry.compile_precision``)."""
+        return compile_precision(self.precision)
 
     @property
     def key(self) -> str:
@@ -49,16 +64,17 @@ class Cell:
 
 
 def matrix(models: Iterable[str], strategies: Iterable[str] = PARTITIONERS,
-           precisions: Iterable[str] = PRECISIONS, resource_partitioning: Iterable[bool] = (False,),
+           precisions: Iterable[str] = COMPILE_PRECISIONS,
+           resource_partitioning: Iterable[bool] = (False,),
            budget_fraction: float = DEFAULT_BUDGET_FRACTION, dynamic: bool = False) -> list[Cell]:
     """Every combination, model-major (so one model's cells run together)."""
     for s in strategies:
         if s not in PARTITIONERS:
             raise ValueError(f"unknown strategy {s!r}; use one of {list(PARTITIONERS)}")
     for p in precisions:
-        if p not in PRECISIONS + QUANT_PRECISIONS:
+        if p not in COMPILE_PRECISIONS + QUANT_FORMATS:
             raise ValueError(f"unknown precision {p!r}; use one of "
-                             f"{list(PRECISIONS + QUANT_PRECISIONS)}")
+                             f"{list(COMPILE_PRECISIONS + QUANT_FORMATS)}")
     return [Cell(m, s, p, rp, budget_fraction, dynamic) for m, s, rp, p in itertools.product(
         list(models), list(strategies), list(resource_partitioning), list(precisions))]
 
@@ -87,6 +103,6 @@ def quantizable(model: str) -> bool:
 def full_matrix() -> list[Cell]:
     """Every model x every strategy (with and without resource partitioning) x precision;
     CNNs and transformers also x int8/fp8/nvfp4."""
-    return (matrix(ZOO, PARTITIONERS, PRECISIONS, (False, True))
-            + matrix([m for m in ZOO if quantizable(m)], PARTITIONERS, QUANT_PRECISIONS,
+    return (matrix(ZOO, PARTITIONERS, COMPILE_PRECISIONS, (False, True))
+            + matrix([m for m in ZOO if quantizable(m)], PARTITIONERS, QUANT_FORMATS,
                      (False, True)))

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from torch_trt_ref.report import PHASES  # noqa: E402
-from torch_trt_ref.settings import PARTITIONERS, PRECISIONS  # noqa: E402
+from torch_trt_ref.settings import COMPILE_PRECISIONS, PARTITIONERS  # noqa: E402
 
 MiB = 2**20
 
@@ -128,7 +128,7 @@ def latency_by_precision(records) -> bytes | None:
             series[p][m] = r["latency"]["median_s"] * 1e3
         series["eager fp32"][m] = r["eager_latency"]["median_s"] * 1e3
     models = sorted({m for values in series.values() for m in values})
-    order = {k: series[k] for k in ["eager fp32", *PRECISIONS] if k in series}
+    order = {k: series[k] for k in ["eager fp32", *COMPILE_PRECISIONS] if k in series}
     executors = sorted({r["latency"]["executor"] for r in rows})
     fig, ax = plt.subplots(figsize=(max(7, 0.9 * len(models) + 3), 4.5))
     _grouped_bars(ax, models, order, "median latency, ms (log scale)", log=True)

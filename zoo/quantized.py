@@ -16,9 +16,8 @@ from torch_trt_ref.quantization.ties import judge_tie_aware
 from torch_trt_ref.runtime.module import EngineModule
 
 from . import measure
-from .entry import QUANTIZED, seeded
+from .entry import seeded
 
-QUANT_PRECISIONS = QUANTIZED
 CALIBRATION_BATCHES = 4
 
 

@@ -6,7 +6,7 @@ import torch
 
 from torch_trt_ref import Input
 from zoo.entry import ZooEntry
-from zoo.matrix import quick_matrix
+from zoo.matrix import Cell, quick_matrix
 from zoo.registry import QUICK, ZOO, get
 
 SMALL = ["lgamma_graph", "unconvertible", "bert_2layer", "gpt2_2layer", "bert_2layer_eager",
@@ -54,6 +54,18 @@ def test_quick_matrix_runs_every_quick_text_model_with_dynamic_shapes():
                                "t5_2layer"}
     assert {c.model for c in cells} == set(QUICK)
     assert len({c.key for c in cells}) == len(cells) == 33
+
+
+def test_a_cell_precision_is_a_compile_precision_or_a_quantization_format():
+    """A quantized cell compiles in fp32 and uses the fp32 tolerance; its record keeps the
+    precision as ``--precisions`` named it (no new keys)."""
+    int8, fp16 = Cell("resnet18", "fast", "int8"), Cell("resnet18", "fast", "fp16")
+    assert (int8.quant_format, int8.compile_precision) == ("int8", "fp32")
+    assert (fp16.quant_format, fp16.compile_precision) == (None, "fp16")
+    assert get("resnet18").tolerance("int8") == get("resnet18").tolerance("fp32")
+    assert int8.to_json() == {"model": "resnet18", "strategy": "fast", "precision": "int8",
+                              "resource_partitioning": False, "budget_fraction": 0.35,
+                              "dynamic": False, "key": "resnet18/fast/int8"}
 
 
 @pytest.mark.parametrize("name", sorted(ZOO))

@@ -10,16 +10,16 @@ from typing import Any, Iterable
 
 from torch import nn
 
-from ..settings import QUANTIZED, did_you_mean
+from ..settings import QUANT_FORMATS, did_you_mean
 from . import calibrate
 
 # (num_bits, exponent_bits) of each quantization format
-PRECISIONS = dict(zip(QUANTIZED, ((8, 0), (8, 4), (4, 2))))
+FORMAT_BITS = dict(zip(QUANT_FORMATS, ((8, 0), (8, 4), (4, 2))))
 
 
 def arguments(precision: str, algorithm: str, percentile: float) -> None:
     """A ValueError for a precision, algorithm or percentile ``quantize`` does not take."""
-    for name, value, accepted in (("precision", precision, PRECISIONS),
+    for name, value, accepted in (("precision", precision, FORMAT_BITS),
                                   ("algorithm", algorithm, calibrate.ALGORITHMS)):
         if value not in accepted:
             hint = did_you_mean(value.lower(), accepted) if isinstance(value, str) else ""

@@ -15,7 +15,7 @@ from torch import nn
 
 from . import attention as attention_sites
 from . import calibrate, checks, ops
-from .checks import PRECISIONS
+from .checks import FORMAT_BITS
 
 NVFP4_BLOCK = 16
 QUANTIZABLE = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.ConvTranspose1d,
@@ -43,7 +43,7 @@ class TensorQuantizer(nn.Module):
         if self.calibrator is not None:
             self.calibrator.collect(x)
             return x
-        num_bits, exponent_bits = PRECISIONS[self.precision]
+        num_bits, exponent_bits = FORMAT_BITS[self.precision]
         if self.precision == "nvfp4":
             if x.dim() > 3:  # TensorRT's NVFP4 takes 2-D/3-D: rows of the last dim, the same
                 flat = x.reshape(-1, x.shape[-1])  # blocks (convnext's, swin's 4-D Linears)
