@@ -112,13 +112,24 @@ def default_cache_dir() -> str:
         os.path.expanduser("~"), ".cache", "torch_trt_ref", "engines"))
 
 
+# How the reference executor replays an engine's prepared layers (runtime/reference/
+# compiled_replay.py): "plain" calls torch op by op; "inductor" runs them compiled.
+REPLAYS = ("plain", "inductor")
+
+
 def default_cuda_graphs() -> dict:
     """The runtime's CUDA-graph defaults (runtime.cuda_graphs): capture on unless
     $TORCH_TRT_REF_CUDA_GRAPHS is 0/off/false/no; $TORCH_TRT_REF_CUDA_GRAPHS_CACHE graphs kept
-    per engine or module (default 8)."""
+    per engine or module (default 8); $TORCH_TRT_REF_REPLAY the replay (one of ``REPLAYS``,
+    default plain)."""
     enabled = os.environ.get("TORCH_TRT_REF_CUDA_GRAPHS", "1").lower()
+    replay = os.environ.get("TORCH_TRT_REF_REPLAY", "plain")
+    if replay not in REPLAYS:
+        raise ValueError(f"$TORCH_TRT_REF_REPLAY must be one of {', '.join(REPLAYS)}; got "
+                         f"{replay!r}")
     return {"enabled": enabled not in ("0", "off", "false", "no"),
-            "cache_size": int(os.environ.get("TORCH_TRT_REF_CUDA_GRAPHS_CACHE", "8"))}
+            "cache_size": int(os.environ.get("TORCH_TRT_REF_CUDA_GRAPHS_CACHE", "8")),
+            "replay": replay}
 
 
 @dataclass(frozen=True)

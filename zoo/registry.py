@@ -27,3 +27,9 @@ def select(names=None, tags=None) -> list[ZooEntry]:
     if tags:
         return [e for e in ZOO.values() if set(tags) & set(e.tags)]
     return list(ZOO.values())
+
+# The GPU latency set (issue 42): ``zoo save`` programs timed on a lent GPU against
+# torch.compile's reduce-overhead and max-autotune; efficientnet_b0 is the model no earlier
+# GPU run had.
+GPU = ("resnet18", "resnet50", "bert_4layer", "bert_base_128", "mobilenet_v3_large",
+       "efficientnet_b0")

@@ -38,7 +38,7 @@ from typing import Callable, Sequence
 import torch
 import torch.utils._pytree as pytree
 
-from ..settings import default_cuda_graphs
+from ..settings import REPLAYS, default_cuda_graphs
 
 _STATE = threading.local()  # outer: inside a whole-module capture; override: cuda_graphs()
 
@@ -49,6 +49,7 @@ class GraphSettings:
 
     enabled: bool
     cache_size: int
+    replay: str = "plain"  # the reference executor's replay (settings.REPLAYS)
 
     @classmethod
     def default(cls) -> "GraphSettings":
@@ -56,12 +57,16 @@ class GraphSettings:
 
 
 def set_cuda_graphs(compiled: torch.nn.Module, enabled: bool,
-                    cache_size: int | None = None) -> GraphSettings:
+                    cache_size: int | None = None, replay: str | None = None) -> GraphSettings:
     """Turn CUDA graph capture of the engines of ``compiled`` (a compiled or loaded module,
     or ``whole_module`` of one) on or off; ``cache_size``: graphs kept per engine or module
-    (>= 1). Returns the program's settings, now shared by all its engines."""
+    (>= 1); ``replay``: how the reference executor replays each engine, "plain" or
+    "inductor" (Note [Compiled replay] in reference/compiled_replay.py). Returns the
+    program's settings, now shared by all its engines."""
     if cache_size is not None and cache_size < 1:
         raise ValueError(f"cache_size must be >= 1, got {cache_size}")
+    if replay is not None and replay not in REPLAYS:
+        raise ValueError(f"replay must be one of {', '.join(REPLAYS)}; got {replay!r}")
     handles = [m.handle for m in compiled.modules() if hasattr(m, "handle")]
     owners = [m for m in compiled.modules() if isinstance(m, CudaGraphModule)]
     if not handles and not owners:
@@ -72,6 +77,8 @@ def set_cuda_graphs(compiled: torch.nn.Module, enabled: bool,
     settings.enabled = bool(enabled)
     if cache_size is not None:
         settings.cache_size = cache_size
+    if replay is not None:
+        settings.replay = replay
     caches = [owner._graphs for owner in owners]
     for x in [*owners, *handles]:
         x.graph_settings = settings

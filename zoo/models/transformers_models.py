@@ -152,6 +152,10 @@ EAGER = {"attn_implementation": "eager"}
 ENTRIES = [
     _hf("bert_base", "BertModel", "BertConfig", BERT_BASE,
         "BERT-base BertModel (110M params), 32 tokens"),
+    ZooEntry("bert_base_128", _named(functools.partial(_build, "BertModel", "BertConfig",
+                                                        **BERT_BASE), "bert_base_128"),
+             _tokens(BERT_BASE["vocab_size"], 128), None, tolerances(), ("transformers",),
+             "BERT-base BertModel (110M params), 128 tokens (GPU latency)"),
     ZooEntry("bert_4layer", _named(functools.partial(_build, "BertModel", "BertConfig",
                                                       **BERT_4LAYER), "bert_4layer"),
              _tokens(BERT_4LAYER["vocab_size"], 128), None, tolerances(), ("transformers",),

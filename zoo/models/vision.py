@@ -65,6 +65,7 @@ ENTRIES = [
     _entry("resnet50", "torchvision ResNet-50 (25.6M params)", fp16=0.2, bf16=1.0),
     _entry("mobilenet_v2", "torchvision MobileNetV2 (3.5M params)", ("quick",)),
     _entry("mobilenet_v3_small", "torchvision MobileNetV3-Small (2.5M params)"),
+    _entry("mobilenet_v3_large", "torchvision MobileNetV3-Large (5.5M params; GPU latency)"),
     _entry("efficientnet_b0", "torchvision EfficientNet-B0 (5.3M params)"),
     _entry("convnext_tiny", "torchvision ConvNeXt-Tiny (28.6M params)"),
     _entry("vit_b_16", "torchvision ViT-B/16 (86.6M params)"),

@@ -16,6 +16,8 @@ checks every output. ``ReferenceRunner`` does the same work once:
     ``F.scaled_dot_product_attention`` call (Note [Attention fusion], attention_fusion.py);
   - a product read only by a sum becomes one fused call (``_fuse_multiply_add``): a folded
     batch norm's scale and shift, a matrix product and its row bias (torch's linear).
+With the program's ``replay`` setting "inductor" the list of calls runs compiled (Note
+[Compiled replay], compiled_replay.py); the plain replay stays its oracle.
 Networks with loops or conditionals keep ``run_snapshot`` (their regions branch on values),
 with the weights resident all the same."""
 
@@ -28,9 +30,10 @@ from typing import Callable
 import torch
 
 from ... import observe
-from ..cuda_graphs import EngineGraphs, GraphSettings, graphs_enabled
+from ..cuda_graphs import EngineGraphs, GraphSettings, graphs_enabled, signature
 from ..snapshot import LayerRecord, NetworkSnapshot
 from .attention_fusion import fuse_attention
+from .compiled_replay import CompiledReplay
 from .executor import _check, layer_kind, run_snapshot
 from .layers.math_ops import matrix_multiply
 from .plan import Region, plan
@@ -216,6 +219,7 @@ class ReferenceRunner:
         self.prepared = _Prepared(snapshot, steps) if flat else None
         self.checked: set[tuple] = set()
         self.graphs = EngineGraphs(self._eager, name, settings=graph_settings)
+        self.compiled: CompiledReplay | None = None  # made on the first "inductor" call
 
     def to(self, device: torch.device) -> None:
         """Move the weights to ``device`` (once; a no-op where they are)."""
@@ -224,6 +228,7 @@ class ReferenceRunner:
             nbytes = move_snapshot(self.snapshot, device)
             log.info("engine %s: %d weight bytes moved to %s", self.name, nbytes, device)
             self.graphs.clear()
+            self.compiled = None
         self.device = device
 
     def __call__(self, named: dict[str, torch.Tensor]) -> list[torch.Tensor]:
@@ -237,16 +242,27 @@ class ReferenceRunner:
                 observer.layer_timed(self.name, layer.name, layer.kind, seconds)
             return self.prepared.run(inputs, True, timed)  # eager, never a CUDA graph
         if device is not None and device.type == "cuda" and graphs_enabled(self.graphs.settings):
-            return self.graphs(inputs)
+            # one graph per signature and replay: a program can switch replays and keep both
+            return self.graphs(inputs, (signature(inputs), self.graphs.settings.replay))
         return self._eager(inputs)
 
     def _eager(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         if self.prepared is None:
             named = {info.name: value for info, value in zip(self.snapshot.inputs, inputs)}
             return [o.contiguous() for o in run_snapshot(self.snapshot, named)]
-        signature = tuple((tuple(t.shape), t.dtype) for t in inputs)
-        check = signature not in self.checked
-        outputs = self.prepared.run(inputs, check)
-        if check:
-            self.checked.add(signature)
-        return outputs
+        key = tuple((tuple(t.shape), t.dtype) for t in inputs)
+        compiled = self.graphs.settings.replay == "inductor"
+        if compiled and self.compiled is None:
+            self.compiled = CompiledReplay(self.prepared, self.name)
+        if key not in self.checked:  # Note [Compiled replay]: checked plain, then compiled
+            outputs = self.prepared.run(inputs, True)
+            self.checked.add(key)
+            if compiled:
+                self.compiled.prepare(inputs, key)
+            return outputs
+        if compiled:
+            self.compiled.prepare(inputs, key)  # a no-op once made for ``key``
+            outputs = self.compiled(inputs, key)
+            if outputs is not None:
+                return outputs
+        return self.prepared.run(inputs, False)
