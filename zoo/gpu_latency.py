@@ -10,6 +10,7 @@ table; ``zoo report`` reads the records."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import copy
 import gc
 import json
@@ -19,7 +20,7 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import torch
 
@@ -132,10 +133,12 @@ def _to(value, device, dtype=None):
                    else t.to(device)) if isinstance(t, torch.Tensor) else t, value)
 
 
-def measure_program(path: Path, device: str, warmup: int, runs: int, inductor: bool,
-                    log: Callable[[str], None] = print, repeats: int = 1) -> dict[str, Any]:
+def measure_program(path: Path, device: str, warmup: int, runs: int, anchors: Sequence[str],
+                    log: Callable[[str], None] = print, repeats: int = 1,
+                    gpu_lock=contextlib.nullcontext()) -> dict[str, Any]:
     """One record: the program checked against eager on ``device`` and timed beside eager
-    and inductor of the same zoo model."""
+    and ``anchors`` (torch.compile modes, ``ANCHORS``) of the same zoo model; the rounds run
+    holding ``gpu_lock`` (processes timing side by side take turns)."""
     import torch_trt_ref
     from torch_trt_ref.runtime import cuda_graphs
 
@@ -163,11 +166,16 @@ def measure_program(path: Path, device: str, warmup: int, runs: int, inductor: b
         model = model.to(device)
         args, kwargs = _to(args, device), _to(kwargs, device)
         stage = "accuracy"
+        settings = cuda_graphs.set_cuda_graphs(compiled, True, replay="plain")
         with torch.no_grad(), cuda_graphs.cuda_graphs(False):
             reference = model(*args, **kwargs)
             result = compiled(*args, **kwargs)
             with cuda_graphs.cuda_graphs(True):
                 graphed = compiled(*args, **kwargs)
+                settings.replay = "inductor"  # compiled on this first call, then captured
+                compiled(*args, **kwargs)
+                graphed_inductor = compiled(*args, **kwargs)
+                settings.replay = "plain"
         acc = measure.accuracy(reference, result)
         eager, eager64, notes = measure.references(model, args, kwargs, dtype, reference)
         acc.update(measure.float64_rule(result, eager, eager64, acc["max_abs_error"],
@@ -178,30 +186,57 @@ def measure_program(path: Path, device: str, warmup: int, runs: int, inductor: b
             torch.equal(a, b) for a, b in zip(measure.tensors(graphed), measure.tensors(result)))
         acc["graphed"] = measure.float64_rule(graphed, eager, eager64, measure.accuracy(
             reference, graphed)["max_abs_error"], entry.tolerance(side["precision"]), [])
-        acc["passed"] = acc["passed"] and acc["graphed"]["passed"]
+        acc["graphed_inductor"] = measure.float64_rule(
+            graphed_inductor, eager, eager64, measure.accuracy(reference, graphed_inductor)[
+                "max_abs_error"], entry.tolerance(side["precision"]), [])
+        acc["passed"] = (acc["passed"] and acc["graphed"]["passed"]
+                         and acc["graphed_inductor"]["passed"])
         record["accuracy"] = acc
         stage = "latency"
         low = copy.deepcopy(model).to(dtype)
         low_args, low_kwargs = _to(args, device, dtype), _to(kwargs, device, dtype)
+        settings = cuda_graphs.set_cuda_graphs(compiled, True, replay="plain")
         whole = cuda_graphs.whole_module(compiled)
+
+        def ours(replay: str, module=compiled):
+            def call():
+                settings.replay = replay  # one attribute per call: the rounds alternate
+                return module(*args, **kwargs)
+            return call
+
         variants = {"eager": (lambda: low(*low_args, **low_kwargs), False),
-                    "ours_no_graphs": (lambda: compiled(*args, **kwargs), False),
-                    "ours_engine_graphs": (lambda: compiled(*args, **kwargs), True),
-                    "ours_whole_graph": (lambda: whole(*args, **kwargs), True)}
-        if inductor:
-            stage = "inductor"
+                    "ours_no_graphs": (ours("plain"), False),
+                    "ours_engine_graphs": (ours("plain"), True),
+                    "ours_inductor_graphs": (ours("inductor"), True),
+                    "ours_whole_graph": (ours("plain", whole), True)}
+        stage = "anchors"
+        compile_s, failed = {}, {}
+        for anchor in anchors:
             start = time.perf_counter()
-            fast = torch.compile(low)
-            with torch.no_grad():
-                fast(*low_args, **low_kwargs)
-            variants["inductor"] = (lambda: fast(*low_args, **low_kwargs), False)
-            compile_s = time.perf_counter() - start
-        times = _alternate(variants, warmup, runs, repeats, cuda_graphs.cuda_graphs)
-        if inductor:
-            times["inductor"]["compile_and_first_call_s"] = compile_s
+            # max-autotune times candidate kernels on the GPU: not while another program's
+            # rounds run; the other compiles are mostly CPU work and overlap
+            turn = gpu_lock if anchor == "max-autotune" else contextlib.nullcontext()
+            try:  # an anchor that cannot run here (no compiler, no Triton) is recorded
+                with turn:
+                    fn = anchor_call(low, anchor, low_args, low_kwargs)
+            except Exception as err:
+                failed[anchor] = f"{type(err).__name__}: {_first_line(err)}"
+                continue
+            variants[ANCHOR_COLUMNS[anchor]] = (fn, False)
+            compile_s[anchor] = time.perf_counter() - start
+        record["anchors_failed"] = failed
+        stage = "latency"
+        with gpu_lock:
+            times = _alternate(variants, warmup, runs, repeats, cuda_graphs.cuda_graphs)
+        for anchor, seconds in compile_s.items():
+            times[ANCHOR_COLUMNS[anchor]]["compile_and_first_call_s"] = seconds
         record["latency"] = times
         record["graphs"] = {name: [v is not None for v in runner.graphs.replays.values()]
                             for name, runner in _runners(compiled)}
+        # per engine and signature: whether the inductor replay compiled (else it ran plain)
+        record["replays_compiled"] = {
+            name: [v is not None for v in runner.compiled.compiled.values()]
+            if runner.compiled is not None else [] for name, runner in _runners(compiled)}
     except Exception as err:  # the run records the failure and goes on
         record["status"] = "error"
         record["error"] = {"stage": stage, "type": type(err).__name__,
@@ -211,6 +246,32 @@ def measure_program(path: Path, device: str, warmup: int, runs: int, inductor: b
     record["warnings"] = sorted({str(w.message)[:400] for w in seen})
     log(summary_line(record))
     return record
+
+
+# torch.compile of the zoo model: the anchors ``zoo latency`` times ours against (issue 42);
+# reduce-overhead and max-autotune replay CUDA graphs (cudagraph trees), as ours does.
+ANCHORS = ("inductor", "reduce-overhead", "max-autotune")
+ANCHOR_COLUMNS = {"inductor": "inductor", "reduce-overhead": "reduce_overhead",
+                  "max-autotune": "max_autotune"}
+
+
+def anchor_call(model: torch.nn.Module, anchor: str, args, kwargs) -> Callable[[], Any]:
+    """``model`` compiled in ``anchor``'s mode, called once (the compile), as a call of
+    ``args, kwargs``; raises where torch.compile cannot run (e.g. no C++ compiler for CPU
+    code)."""
+    mode = None if anchor == "inductor" else anchor
+    fast = torch.compile(model, mode=mode)
+    with torch.no_grad():
+        for _ in range(3):  # cudagraph trees record on the second or third call
+            fast(*args, **kwargs)
+    return lambda: fast(*args, **kwargs)
+
+
+def _first_line(err: BaseException) -> str:
+    while getattr(err, "inner_exception", None) or err.__cause__:  # dynamo's wrapper
+        err = getattr(err, "inner_exception", None) or err.__cause__
+    text = str(err).strip()
+    return text.splitlines()[0][:300] if text else ""
 
 
 def _alternate(variants: dict, warmup: int, runs: int, repeats: int,
@@ -261,7 +322,9 @@ def environment(device: str) -> dict[str, Any]:
     return env
 
 
-COLUMNS = ("eager", "inductor", "ours_no_graphs", "ours_engine_graphs", "ours_whole_graph")
+COLUMNS = ("eager", "inductor", "reduce_overhead", "max_autotune", "ours_no_graphs",
+           "ours_engine_graphs", "ours_inductor_graphs", "ours_whole_graph")
+RATIOS = ("eager", "inductor", "reduce_overhead", "max_autotune")
 
 
 def summary_line(r: dict) -> str:
@@ -269,33 +332,46 @@ def summary_line(r: dict) -> str:
         return f"{r['program']}: {r['status']} at {r['error']['stage']}: {r['error']['type']}"
     lat = r["latency"]
     cells = ", ".join(f"{k} {lat[k]['median_ms']:.3f}" for k in COLUMNS if k in lat)
-    return f"{r['program']}: float64 rule {r['accuracy'].get('passed')}; ms median: {cells}"
+    failed = "".join(f"; {k} could not run ({why})"
+                     for k, why in r.get("anchors_failed", {}).items())
+    return (f"{r['program']}: float64 rule {r['accuracy'].get('passed')}; ms median: {cells}"
+            + failed)
 
 
 def markdown(records: list[dict]) -> str:
-    """The latency table: median / p90 ms per variant, ours over eager and inductor."""
+    """The latency table: median / p90 ms per variant (with the range of the round medians),
+    and the best of ours over eager and each torch.compile anchor; "best ours" is the
+    fastest of ours' columns, each named in the last column."""
     envs = sorted({f"{r['env'].get('gpu')}, driver {r['env'].get('driver')}, torch "
                    f"{r['env'].get('torch')}, TensorRT {r['env'].get('tensorrt')}"
                    for r in records})
     lines = [f"- {e}" for e in envs] + ["", "| program | executors | float64 rule | "
-             + " | ".join(f"{c} ms median / p90" for c in COLUMNS)
-             + " | best ours / eager | best ours / inductor |",
-             "|" + "---|" * (len(COLUMNS) + 5)]
+             + " | ".join(f"{c} ms median / p90" for c in COLUMNS) + " | "
+             + " | ".join(f"best ours / {c}" for c in RATIOS) + " | best ours |",
+             "|" + "---|" * (len(COLUMNS) + len(RATIOS) + 4)]
     for r in records:
         if r["status"] != "ok":
             lines.append(f"| {r['program']} | {r['status']} at {r['error']['stage']}: "
-                         f"{r['error']['type']} |" + " |" * (len(COLUMNS) + 3))
+                         f"{r['error']['type']} |" + " |" * (len(COLUMNS) + len(RATIOS) + 2))
             continue
         lat = r["latency"]
-        best = min(lat[k]["median_ms"] for k in COLUMNS if k.startswith("ours") and k in lat)
-        ratio = lambda k: f"{best / lat[k]['median_ms']:.2f}x" if k in lat else "-"  # noqa
+        ours = [k for k in COLUMNS if k.startswith("ours") and k in lat]
+        best = min(ours, key=lambda k: lat[k]["median_ms"])
+        ratio = lambda k: f"{lat[best]['median_ms'] / lat[k]['median_ms']:.2f}x" if k in lat \
+            else "-"  # noqa: E731
         acc = r["accuracy"]
-        ratios = [acc.get("ratio"), acc.get("graphed", {}).get("ratio")]
+        # ratios of the first (checked) run, the graphed plain and graphed inductor replays
+        ratios = [acc.get("ratio"), acc.get("graphed", {}).get("ratio")] + (
+            [acc["graphed_inductor"].get("ratio")] if "graphed_inductor" in acc else [])
         rule = f"{'ok' if acc.get('passed') else 'FAIL'} (" + " / ".join(
             "-" if r is None else f"{r:.2f}" for r in ratios) + ")"
+        failed = r.get("anchors_failed", {})
+        cells = [_cell(lat[k]) if k in lat else "-" for k in COLUMNS]
+        cells = [f"could not run ({failed[a]})" if failed.get(a) and c == "-" else c
+                 for a, c in zip(("eager", *ANCHORS, "", "", "", ""), cells)]
         lines.append(f"| {r['program']} | {'+'.join(r.get('executors', []))} | {rule} | "
-                     + " | ".join(_cell(lat[k]) if k in lat else "-" for k in COLUMNS)
-                     + f" | {ratio('eager')} | {ratio('inductor')} |")
+                     + " | ".join(cells) + " | " + " | ".join(ratio(k) for k in RATIOS)
+                     + f" | {best} |")
     return "\n".join(lines) + "\n"
 
 
@@ -336,8 +412,10 @@ def latency_command(args: argparse.Namespace) -> int:
     records = []
     for i, path in enumerate(paths):
         print(f"[{i + 1}/{len(paths)}] {path.name}", flush=True)
-        records.append(measure_program(path, args.device, args.warmup, args.runs,
-                                       not args.no_inductor, repeats=args.repeats))
+        anchors = [] if args.no_inductor else args.anchors
+        lock = _FileLock(args.gpu_lock) if args.gpu_lock else contextlib.nullcontext()
+        records.append(measure_program(path, args.device, args.warmup, args.runs, anchors,
+                                       repeats=args.repeats, gpu_lock=lock))
         gc.collect()
         torch.cuda.empty_cache()
     out = Path(args.out)
@@ -350,6 +428,26 @@ def latency_command(args: argparse.Namespace) -> int:
     print(table)
     return 0 if all(r["status"] == "ok" and r["accuracy"].get("passed")
                     for r in records) else 1
+
+
+class _FileLock:
+    """An exclusive ``flock`` on a file, held for a ``with`` block."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def __enter__(self):
+        import fcntl
+
+        self.file = open(self.path, "a")
+        fcntl.flock(self.file, fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        import fcntl
+
+        fcntl.flock(self.file, fcntl.LOCK_UN)
+        self.file.close()
 
 
 def add_parsers(sub) -> None:
@@ -379,8 +477,14 @@ def add_parsers(sub) -> None:
     lat.add_argument("--repeats", type=int, default=1,
                      help="rounds of every variant, alternating (default 1); the table gives "
                           "the median round and the spread of the round medians")
+    lat.add_argument("--anchors", nargs="+", default=list(ANCHORS), choices=ANCHORS,
+                     help="torch.compile modes timed beside ours (default all; max-autotune "
+                          "compiles for minutes per model)")
     lat.add_argument("--no-inductor", action="store_true",
-                     help="skip torch.compile (inductor): its compile takes seconds per model")
+                     help="skip every torch.compile anchor (their compiles take seconds to "
+                          "minutes per model)")
+    lat.add_argument("--gpu-lock", help="a lock file: processes timing programs side by side "
+                                        "take turns for the timed rounds (compiles overlap)")
     lat.add_argument("--out", default="out/gpu_latency.jsonl",
                      help="JSON-lines records, appended (a .md table beside it)")
     lat.set_defaults(func=latency_command)

@@ -65,3 +65,41 @@ def test_rounds_alternate_the_variants_under_their_graph_settings(monkeypatch):
     assert times["eager"]["median_ms"] == 2.5 and times["eager"]["round_medians_ms"] == [
         3.0, 2.0, 2.5]
     assert times["ours"]["median_ms"] == 1.2
+
+
+def test_latency_times_the_anchors_and_says_which_could_not_run(tmp_path, monkeypatch):
+    # issue 42: torch.compile's modes beside ours; an anchor that cannot run (no C++
+    # compiler for CPU code, say) is named with its reason, and the record still stands
+    from torch_trt_ref.runtime.reference import compiled_replay
+
+    monkeypatch.setattr(compiled_replay, "BACKEND", "aot_eager")  # no C++ builds in CI
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (path,) = gpu_latency.save_programs(["lgamma_graph"], ["fp32"], [1], tmp_path,
+                                           plans=False, log=lambda line: None)
+
+    def anchor_call(model, anchor, args, kwargs):
+        if anchor == "inductor":
+            raise RuntimeError("InvalidCxxCompiler: No working C++ compiler found\nmore")
+        return lambda: model(*args, **kwargs)
+
+    calls = []
+    monkeypatch.setattr(gpu_latency, "anchor_call", anchor_call)
+    monkeypatch.setattr(gpu_latency, "cuda_latency", lambda fn, warmup, runs: (
+        calls.append(fn()), {"median_ms": 1.0 + len(calls), "p90_ms": 9.0})[1])
+    record = gpu_latency.measure_program(path, "cpu", 1, 1, gpu_latency.ANCHORS,
+                                         log=lambda line: None)
+    assert record["status"] == "ok", record.get("error")
+    assert record["accuracy"]["passed"] and record["accuracy"]["graphed_inductor"]["passed"]
+    assert set(record["latency"]) == {"eager", "ours_no_graphs", "ours_engine_graphs",
+                                      "ours_inductor_graphs", "ours_whole_graph",
+                                      "reduce_overhead", "max_autotune"}
+    assert record["anchors_failed"] == {
+        "inductor": "RuntimeError: InvalidCxxCompiler: No working C++ compiler found"}
+    assert all(all(v) for v in record["replays_compiled"].values())
+    table = gpu_latency.markdown([record])
+    assert "| could not run (RuntimeError: InvalidCxxCompiler: No working C++ compiler " \
+        "found) |" in table
+    # best ours is the first of ours timed (median 3.0 ms); reduce-overhead the 6th (7.0)
+    assert "| 0.43x | 0.38x | ours_no_graphs |" in table
+    assert "inductor could not run" in gpu_latency.summary_line(record)
