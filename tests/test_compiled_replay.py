@@ -92,6 +92,33 @@ def test_inductor_compiles_the_replay_of_a_tiny_network_on_cpu():
     assert torch.allclose(got, want, rtol=1e-5, atol=1e-6) and (got == 0).any()
 
 
+def test_a_gather_traces_into_one_graph(monkeypatch):
+    # the gather's index range check reads the indices on the host; under the trace it is
+    # skipped (as in a capture: the checked first run made it), not a graph break per gather
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(16, 8), torch.nn.Linear(8, 4)).eval()
+    ids = torch.randint(0, 16, (2, 5))
+    compiled = torch_trt_ref.compile(model, [ids], executor="reference", min_block_size=1)
+    graphs = []
+
+    def counting(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    monkeypatch.setattr(compiled_replay, "BACKEND", counting)
+    plain, snapshot = runner_of(compiled, cuda_graphs.GraphSettings(False, 8, "plain"))
+    fast, _ = runner_of(compiled, cuda_graphs.GraphSettings(False, 8, "inductor"))
+    assert any(layer.kind == "GATHER" for layer in snapshot.layers)
+    name = snapshot.inputs[0].name
+    fast({name: ids})
+    assert len(graphs) == 1
+    other = torch.randint(0, 16, (2, 5))
+    assert all(torch.equal(a, b) for a, b in zip(fast({name: other}), plain({name: other})))
+    fresh, _ = runner_of(compiled, cuda_graphs.GraphSettings(False, 8, "inductor"))
+    with pytest.raises(IndexError, match=r"gather index out of range \[-16, 16\)"):
+        fresh({name: torch.full((2, 5), 16)})  # the checked first run still checks
+
+
 def test_each_engine_replay_has_its_own_code_object(program):
     _, _, compiled = program
     a, _ = runner_of(compiled, cuda_graphs.GraphSettings(False, 8, "inductor"))

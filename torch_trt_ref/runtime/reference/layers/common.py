@@ -41,6 +41,11 @@ def trim(perm, rank: int) -> list[int]:
 
 
 def capturing() -> bool:
-    """Whether a CUDA graph is being captured on this thread's current stream: layer
-    functions then skip checks that read tensor values on the host."""
+    """Whether a CUDA graph is being captured on this thread's current stream, or
+    torch.compile is tracing the replay (Note [Compiled replay]): layer functions then skip
+    checks that read tensor values on the host (a capture forbids them; under the trace
+    each would break the graph). The uncaptured, checked first run of each input signature
+    made them."""
+    if torch.compiler.is_compiling():
+        return True
     return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
