@@ -33,3 +33,7 @@ def select(names=None, tags=None) -> list[ZooEntry]:
 # GPU run had.
 GPU = ("resnet18", "resnet50", "bert_4layer", "bert_base_128", "mobilenet_v3_large",
        "efficientnet_b0")
+# GPU entries that are a larger size of an architecture another entry already has (the
+# same ops and the same graph up to sizes): whole-zoo CPU checks (tests/
+# test_lowering_routes.py) run the smaller one only, to keep CI's minutes.
+LARGER_OF = {"bert_base_128": "bert_base", "mobilenet_v3_large": "mobilenet_v3_small"}

@@ -68,6 +68,14 @@ def test_a_cell_precision_is_a_compile_precision_or_a_quantization_format():
                               "dynamic": False, "key": "resnet18/fast/int8"}
 
 
+def test_the_gpu_set_and_its_larger_sizes_are_zoo_entries():
+    from zoo.registry import GPU, LARGER_OF
+
+    assert set(GPU) <= set(ZOO) and set(LARGER_OF) <= set(GPU)
+    for large, small in LARGER_OF.items():  # same architecture, one size smaller
+        assert small in ZOO and ZOO[small].tags[0] == ZOO[large].tags[0]
+
+
 @pytest.mark.parametrize("name", sorted(ZOO))
 def test_entry_is_well_formed(name):
     entry = ZOO[name]

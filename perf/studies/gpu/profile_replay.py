@@ -4,7 +4,8 @@ kernels per call and GPU time per call of ours (prepared replay) and of inductor
 mode, the kernels reduce-overhead replays), then graph-replay latency of ours as it is, ours
 with ``cudnn.benchmark``, ours with conv weights prepared once (reshaped, cast,
 channels_last), ours with the prepared replay compiled by inductor, and reduce-overhead.
-Usage: python perf/studies/gpu/profile_replay.py PROGRAM.prog... (prints tables; $OUT/profile_*.txt)"""
+Usage: python perf/studies/gpu/profile_replay.py PROGRAM.prog...
+(prints tables; $OUT/profile_*.txt)"""
 
 from __future__ import annotations
 
