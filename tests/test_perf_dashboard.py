@@ -107,3 +107,15 @@ def test_history_command(tmp_path, capsys):
     capsys.readouterr()
     assert command(["--history", str(tmp_path)]) == 0
     assert "OPEN" not in capsys.readouterr().out
+
+
+def test_trends_come_before_the_table_and_the_glance_png(tmp_path):
+    """Issue 38: a person reads the open regressions and the trends first; the full table of
+    change points is below them. ``--png`` draws the same at a glance."""
+    write_history(tmp_path)
+    text = dashboard.render(store.load_runs(tmp_path), [], None)
+    assert (text.index("Open regressions") < text.index("Suite quick")
+            < text.index("All change points"))
+    assert command(["--history", str(tmp_path), "--png", str(tmp_path / "g.png")]) == 0
+    image = imread(tmp_path / "g.png")
+    assert image.shape[0] > 300 and image.shape[1] > 600

@@ -1,9 +1,11 @@
 """Sensitivity of the count tier (issue 38, item 3): test-only extra interpreted work of
 2-50% (perf/gate/counting.py's burn, counted as our own code's) injected at once into one
 compile phase (PHASE_MODEL's PHASE), one whole compile (every phase of WHOLE_MODEL) and one
-converter family (FAMILY); each effect size, and 0 (the unchanged tree), is counted on a new
-count server, screened against the history and its suspects re-counted on another new
-server, as ``perf gate`` does. Every series the injections do not aim at is a control.
+converter family (FAMILY); each effect size, and 0 (the unchanged tree), is counted in fresh
+processes of a count server, screened against the history and its suspects re-counted in
+fresh processes of a second server, as ``perf gate`` does (a trial opens its two servers
+once for all effect sizes: counts repeat exactly, so a server is not a unit of noise here).
+Every series the injections do not aim at is a control.
 Writes perf-data/results/count_sensitivity.json; tests/test_perf_counts.py re-judges it.
 
     python -m perf.gate.count_sensitivity --trials 3
@@ -13,6 +15,7 @@ Writes perf-data/results/count_sensitivity.json; tests/test_perf_counts.py re-ju
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -54,12 +57,12 @@ def aimed(series: str, args) -> bool:
             or series.startswith(f"family/{args.family}/"))
 
 
-def trial(args, suite, runs, calibration, annotations, effect: float) -> dict:
+def trial(args, suite, runs, calibration, annotations, effect: float, pools) -> dict:
     inject = injections(args, effect)
-    open_pool = lambda: CountPool(models=suite.models)  # noqa: E731
-    current = count_suite(suite, open_pool, inject=inject)
+    first, second = (lambda p=p: contextlib.nullcontext(p) for p in pools)
+    current = count_suite(suite, first, inject=inject)
     rows = rules.screen(current, runs, calibration, annotations)
-    run = recount_run(GateRun(rows, current=current), suite, open_pool, inject=inject, out=say)
+    run = recount_run(GateRun(rows, current=current), suite, second, inject=inject, out=say)
     return {"effect": effect, "regressed": [r.name for r in run.counted],
             "suspects": [r.name for r in rules.count_suspects(rows)],
             "ratios": {name: next(r.ratio for r in rows if r.name == name)
@@ -102,15 +105,16 @@ def main(argv: list[str] | None = None) -> int:
                "trials": []}
     started = time.monotonic()
     for i in range(args.trials):
-        for effect in effects:
-            say(f"trial {i + 1}/{args.trials}, effect {effect:g} "
-                f"({time.monotonic() - started:.0f} s)")
-            load = os.getloadavg()[0]
-            found = trial(args, suite, runs, calibration, annotations, effect)
-            results["trials"].append({"trial": i, "load": load, **found})
-            results["seconds"] = round(time.monotonic() - started)
-            args.out.parent.mkdir(parents=True, exist_ok=True)
-            args.out.write_text(json.dumps(results, indent=1) + "\n")
+        with CountPool(models=suite.models) as a, CountPool(models=suite.models) as b:
+            for effect in effects:
+                say(f"trial {i + 1}/{args.trials}, effect {effect:g} "
+                    f"({time.monotonic() - started:.0f} s)")
+                load = os.getloadavg()[0]
+                found = trial(args, suite, runs, calibration, annotations, effect, (a, b))
+                results["trials"].append({"trial": i, "load": load, **found})
+                results["seconds"] = round(time.monotonic() - started)
+                args.out.parent.mkdir(parents=True, exist_ok=True)
+                args.out.write_text(json.dumps(results, indent=1) + "\n")
     print(json.dumps(summarize(results, args), indent=1))
     return 0
 

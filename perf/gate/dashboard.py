@@ -151,6 +151,30 @@ def render(runs: list[store.Run], annotations: list[dict], calibration: dict | N
             f"<style>{CSS}</style></head><body>" + "\n".join(body) + "</body></html>\n")
 
 
+def write_glance(path: Path, runs: list[store.Run], annotations: list[dict],
+                 calibration: dict | None) -> Path:
+    """docs/img/perf_history.png: what a person reads first (plots.glance)."""
+    found = steps.all_steps(runs, annotations) if runs else []
+    panels = []
+    for suite in sorted({r.header["suite"] for r in runs}):
+        mine = [r for r in runs if r.header["suite"] == suite]
+        names = store.series_names(mine)
+        baselines = {n: noise.baseline(n, mine, annotations) for n in names
+                     if noise.has_baseline(n, mine, annotations)}
+        gated = [n for n in baselines if _type(n, mine) in steps.GATED_TYPES]
+        spreads = sorted(noise.series_spread(n, mine, calibration, annotations).value
+                         for n in gated)
+        first = {}
+        for i, r in enumerate(mine):
+            first.setdefault(r.commit, i)
+        marks = sorted({(first[s.commit_after], s.open_regression) for s in found
+                        if s.series in baselines and s.commit_after in first})
+        panels.append((mine, baselines, f"{suite}: geomean ratio to baseline",
+                       spreads[len(spreads) // 2] if spreads else 0.0, marks))
+    plots.glance(panels, [s.describe() for s in found if s.open_regression], path)
+    return Path(path)
+
+
 def write_dashboard(path: Path, directory: Path = store.HISTORY_DIR,
                     noise_file: Path = noise.NOISE_FILE, suite: str | None = None) -> Path:
     runs = store.load_runs(directory, suite)
@@ -184,6 +208,11 @@ def history_command(args: argparse.Namespace) -> int:
         path = write_dashboard(args.html, args.history, args.noise, args.suite)
         print(f"wrote {path} ({len(runs)} runs)")
         return 0
+    if args.png:
+        write_glance(args.png, runs, store.load_annotations(args.history),
+                     noise.load_calibration(args.noise))
+        print(f"wrote {args.png} ({len(runs)} runs)")
+        return 0
     suites = sorted({r.header["suite"] for r in runs})
     print(f"{len(runs)} runs in {args.history} (suites: {', '.join(suites) or 'none'})")
     opened = steps.open_regressions(runs, store.load_annotations(args.history))
@@ -209,6 +238,9 @@ def add_history_subcommand(perf_subparsers) -> None:
                    help="run QUERY over tables runs, samples and view stats (sqlite)")
     h.add_argument("--html", type=Path, default=None, metavar="PATH",
                    help="write the dashboard page to PATH")
+    h.add_argument("--png", type=Path, default=None, metavar="PATH",
+                   help="draw the dashboard at a glance (open regressions, each suite's "
+                        "trend with noise band and change points) as one PNG")
     h.add_argument("--annotate", default=None, metavar="SERIES",
                    help="close a change of SERIES (a name or glob) with --commit, --action, "
                         "--reason")

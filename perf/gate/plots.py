@@ -59,7 +59,34 @@ def overview(runs: list[store.Run], baselines: dict[str, float], title: str) -> 
     """One panel: per category the geomean ratio to baseline over the suite's runs, loaded runs
     hollow, each canary (machine speed: the loop dashed, the cold export dotted)."""
     fig = Figure(figsize=(9, 3.2), dpi=90)
-    ax = fig.add_subplot()
+    draw_overview(fig.add_subplot(), runs, baselines, title)
+    return png(fig)
+
+
+def glance(panels: list[tuple], opened: list[str], path) -> None:
+    """The dashboard at a glance (docs/img/perf_history.png): the open regressions, then per
+    suite its trend (``panels``: (runs, baselines, title, band, steps at run indices)) with
+    the noise band of its time series and its change points (red: open, grey: other)."""
+    shown = opened[:10] + ([f"... and {len(opened) - 10} more"] if len(opened) > 10 else [])
+    fig = Figure(figsize=(11, 1.0 + 0.17 * max(1, len(shown)) + 3.4 * len(panels)), dpi=90)
+    top = 1 - (0.35 + 0.17 * max(1, len(shown))) / fig.get_figheight()
+    fig.text(0.01, 0.995, f"Open regressions ({len(opened)})", va="top", fontsize=11,
+             weight="bold")
+    fig.text(0.01, 0.995 - 0.3 / fig.get_figheight(), "\n".join(shown) or "none", va="top",
+             fontsize=7, family="monospace")
+    for k, (runs, baselines, title, band, marks) in enumerate(panels):
+        height = (top - 0.04) / len(panels)
+        ax = fig.add_axes([0.06, top - (k + 1) * height + 0.09, 0.72, height - 0.13])
+        draw_overview(ax, runs, baselines, title)
+        ax.axhspan(math.exp(-BAND * band), math.exp(BAND * band), color="#1f77b4", alpha=0.1,
+                   lw=0, label=f"noise band (+-{BAND} median spreads)")
+        for index, is_open in marks:
+            ax.axvline(index - 0.5, color="#d62728" if is_open else "#bbbbbb", lw=0.8, ls="--")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.savefig(path, dpi=fig.dpi)
+
+
+def draw_overview(ax, runs: list[store.Run], baselines: dict[str, float], title: str) -> None:
     for (label, kind, names), color in zip(CATEGORIES, LINE_COLORS):
         ys = geomean_ratios(runs, kind, baselines, names)
         xs = [i for i, y in enumerate(ys) if y is not None]
@@ -82,7 +109,6 @@ def overview(runs: list[store.Run], baselines: dict[str, float], title: str) -> 
     _commit_ticks(ax, runs)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     ax.grid(alpha=0.3)
-    return png(fig)
 
 
 def small_multiple(name: str, runs: list[store.Run], found: list[steps.Step],
