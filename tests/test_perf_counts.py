@@ -55,3 +55,19 @@ def _run(series: dict) -> store.Run:
             "machine": {}, "load": {}, "loaded": True, "versions": {}, "dirty": False}
     return store.Run(head, {n: store.Series(n, v["unit"], v["type"], [v["value"]])
                             for n, v in series.items()}, Path("run.jsonl"))
+
+
+def test_recorded_counts_repeat_exactly():
+    """The count tier's recorded runs (perf-data/history) at one commit hold one value per
+    counted series, whatever the load they ran under (one beside a memory hog and a CPU
+    burner, one at load 20: both marked loaded, which a count ignores)."""
+    by_commit: dict[str, list[store.Run]] = {}
+    for run in store.load_runs(suite="quick"):
+        if any(s.type == "work" for s in run.series.values()):
+            by_commit.setdefault(run.commit, []).append(run)
+    assert any(len(runs) >= 2 for runs in by_commit.values())
+    for runs in by_commit.values():
+        names = {n for r in runs for n, s in r.series.items() if s.type == "work"}
+        assert len(names) > 100
+        for name in names:
+            assert len({r.series[name].statistic() for r in runs if name in r.series}) == 1
