@@ -177,6 +177,8 @@ class CompilationSettings:
     # whose |output| exceeds the threshold; None: that rule is off
     autocast_calibration_dataloader: Any = field(default=None, compare=False)
     use_fp32_acc: bool = False  # matmuls of fp16/bf16 inputs accumulate (compute) in fp32
+    # runtime.weight_streaming(module) may keep part of the engine weights off the device
+    enable_weight_streaming: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self):
@@ -237,7 +239,7 @@ class CompilationSettings:
 
     def _check_autocast(self) -> None:
         """The autocast settings: valid values, and only where they take effect."""
-        for name in ("enable_autocast", "use_fp32_acc"):
+        for name in ("enable_autocast", "use_fp32_acc", "enable_weight_streaming"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False, got {getattr(self, name)!r}")
         low = self.autocast_low_precision_type

@@ -32,6 +32,7 @@ from .opaque import HAS_OPAQUE_HANDLES, CustomClassBase, register_handle_class
 # OutputRule: programs saved before the rules moved to output_rules.py name it here
 from .output_rules import OutputRule  # noqa: F401
 from .reference.replay import ReferenceRunner, snapshot_device
+from .reference.streaming import streamable_bytes
 from .trt_executor import TensorRTExecutor, tensorrt_unavailable_reason
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ class EngineHandle(CustomClassBase):
         self._trt = None  # the deserialized engine, made on the first TensorRT run
         self._reference = None  # the reference executor's prepared plan (replay.py)
         self.graph_settings = GraphSettings.default()  # Note [Graph settings]
+        self.weight_budget: int | None = None  # weight streaming (runtime/streaming.py)
         self.profile: int | str = "auto"  # optimization profile: runtime.profiles
         self.last_profile: int | None = None  # the profile of the latest call
 
@@ -69,6 +71,28 @@ class EngineHandle(CustomClassBase):
                                               self.graph_settings)
         self._reference.to(device)
 
+    def set_weight_budget(self, budget: int | None) -> None:
+        """Bytes of this engine's weights the reference executor keeps on the device (the
+        rest streamed per layer); ``None``: all of them."""
+        self.weight_budget = budget
+        if self._reference is not None:
+            self._reference.set_weight_budget(budget)
+
+    def streamable_bytes(self) -> int:
+        """Bytes of engine weights the reference executor reads: what weight streaming
+        divides between the device and the host."""
+        if self._reference is None:
+            self._reference = ReferenceRunner(self.engine.snapshot, self.name,
+                                              self.graph_settings)
+        prepared = self._reference.prepared
+        return (self.engine.snapshot.weight_bytes() if prepared is None
+                else streamable_bytes(prepared))
+
+    @property
+    def streaming(self):
+        """The reference executor's weight-streaming plan, if weights stream."""
+        return None if self._reference is None else self._reference.streaming
+
     def run(self, args: Sequence[torch.Tensor]) -> list[torch.Tensor]:
         engine = self.engine
         if len(args) != len(engine.inputs):
@@ -87,6 +111,9 @@ class EngineHandle(CustomClassBase):
             if self._reference is None:
                 self._reference = ReferenceRunner(engine.snapshot, self.name,
                                                   self.graph_settings)
+            budget = getattr(self, "weight_budget", None)  # (handles saved before it: None)
+            if budget is not None or self._reference.streaming is not None:
+                self._reference.set_weight_budget(budget)
             outputs = self._reference(named)
         self._check(outputs)
         aliased = self._in_place(outputs, named)

@@ -37,6 +37,7 @@ from .compiled_replay import CompiledReplay
 from .executor import _check, layer_kind, run_snapshot
 from .layers.math_ops import matrix_multiply
 from .plan import Region, plan
+from .streaming import StreamPlan, place
 
 log = logging.getLogger(__name__)
 
@@ -96,21 +97,26 @@ class _Prepared:
         self.fast, self.fast_layers = _fuse_multiply_add(calls, layers, outs)
 
     def run(self, inputs: list[torch.Tensor], check: bool,
-            timed: Callable[[LayerRecord, float], None] | None = None) -> list[torch.Tensor]:
+            timed: Callable[[LayerRecord, float], None] | None = None,
+            streamed: Callable[[int, dict], dict] | None = None) -> list[torch.Tensor]:
         """Run the calls; ``check``: compare each output with TensorRT's inferred shape and
         dtype; ``timed``: called with each call's layer and its wall seconds (on CUDA the
-        device is synchronized around each call)."""
+        device is synchronized around each call); ``streamed``: maps call index and
+        attributes to the attributes it runs with (weight streaming: streaming.py)."""
         values: list = [None] * self.size
         for index, value in zip(self.inputs, inputs):
             values[index] = value
-        if timed is not None:
-            sync = _synchronizer(inputs)
-            for (fn, ins, attrs, outs), layer in zip(self.fast, self.fast_layers):
+        if timed is not None or streamed is not None:
+            sync = _synchronizer(inputs) if timed is not None else (lambda: None)
+            for k, ((fn, ins, attrs, outs), layer) in enumerate(zip(self.fast,
+                                                                   self.fast_layers)):
                 sync()
                 start = time.perf_counter()
-                results = fn([values[i] for i in ins], **attrs)
+                results = fn([values[i] for i in ins],
+                             **(attrs if streamed is None else streamed(k, attrs)))
                 sync()
-                timed(layer, time.perf_counter() - start)
+                if timed is not None:
+                    timed(layer, time.perf_counter() - start)
                 for index, info, value in zip(outs, layer.outputs, results):
                     if check:
                         _check(layer, info, value)
@@ -220,6 +226,16 @@ class ReferenceRunner:
         self.checked: set[tuple] = set()
         self.graphs = EngineGraphs(self._eager, name, settings=graph_settings)
         self.compiled: CompiledReplay | None = None  # made on the first "inductor" call
+        self.streaming: StreamPlan | None = None  # weight streaming (streaming.py)
+
+    def set_weight_budget(self, budget: int | None) -> None:
+        """Keep at most ``budget`` bytes of this engine's weights on its device and stream
+        the rest per layer (``None``: all resident). A no-op when unchanged."""
+        if self.prepared is None or budget == (self.streaming and self.streaming.budget):
+            return
+        self.streaming = None if budget is None else StreamPlan(self, budget)
+        if budget is None:
+            place(self, frozenset())
 
     def to(self, device: torch.device) -> None:
         """Move the weights to ``device`` (once; a no-op where they are)."""
@@ -227,6 +243,9 @@ class ReferenceRunner:
         if self.device is not None and self.device != device:
             nbytes = move_snapshot(self.snapshot, device)
             log.info("engine %s: %d weight bytes moved to %s", self.name, nbytes, device)
+            if self.streaming is not None:  # the streamed weights go back to the host
+                self.device = device
+                self.streaming = StreamPlan(self, self.streaming.budget)
             self.graphs.clear()
             self.compiled = None
         self.device = device
@@ -237,10 +256,13 @@ class ReferenceRunner:
         if device is not None and device != self.device:
             self.to(device)
         observer = observe.current()
-        if observer is not None and observer.times_layers and self.prepared is not None:
+        timing = observer is not None and observer.times_layers and self.prepared is not None
+        if timing or self.streaming is not None:
             def timed(layer: LayerRecord, seconds: float) -> None:
                 observer.layer_timed(self.name, layer.name, layer.kind, seconds)
-            return self.prepared.run(inputs, True, timed)  # eager, never a CUDA graph
+            streamed = None if self.streaming is None else self.streaming.attrs_for
+            outputs = self.prepared.run(inputs, True, timed if timing else None, streamed)
+            return [o.contiguous() for o in outputs]  # eager, never a CUDA graph
         if device is not None and device.type == "cuda" and graphs_enabled(self.graphs.settings):
             # one graph per signature and replay: a program can switch replays and keep both
             return self.graphs(inputs, (signature(inputs), self.graphs.settings.replay))
