@@ -13,6 +13,7 @@ import torch
 
 from ..compiler import compile as compile_module
 from ..inputs import Input
+from ..runtime.cuda_graphs import set_cuda_graphs
 from ..runtime.module import EngineModule
 from ..settings import CompilationSettings
 from .step import cache_shapes, step_for
@@ -44,6 +45,10 @@ class CompiledDecoder(torch.nn.Module):
                  dtype: torch.dtype, max_seq_len: int, max_prompt_len: int, config):
         super().__init__()
         self.module, self.shapes, self.dtype = module, shapes, dtype
+        # Note [Graph replay] (runtime/cuda_graphs.py): a replay copies inputs into the
+        # graph's own buffers, so the engine would write those, not the caller's cache
+        # (the runtime's in-place check would raise). Off until replays bind the cache.
+        set_cuda_graphs(module, False)
         self.max_seq_len, self.max_prompt_len, self.config = max_seq_len, max_prompt_len, config
         self.compile_report = module.compile_report
         self.executor = ",".join(sorted({m.executor for m in module.modules()
