@@ -45,11 +45,21 @@ def _model(name):
     return CONFIGS[name]().eval()
 
 
+_COMPILED: dict = {}
+
+
+def _compiled(name):
+    """``name`` compiled once per test session (max_seq_len PROMPT + NEW, fp32)."""
+    if name not in _COMPILED:
+        model = _model(name)
+        _COMPILED[name] = model, llm.compile(model, max_seq_len=PROMPT + NEW,
+                                             max_prompt_len=PROMPT, executor="reference")
+    return _COMPILED[name]
+
+
 @pytest.mark.parametrize("name", sorted(CONFIGS))
 def test_greedy_equals_transformers_static_cache(name):
-    model = _model(name)
-    compiled = llm.compile(model, max_seq_len=PROMPT + NEW, max_prompt_len=PROMPT,
-                           executor="reference")
+    model, compiled = _compiled(name)
     assert compiled.compile_report.counts == {"tensorrt": 1}
     ids = torch.randint(3, 97, (1, PROMPT), generator=torch.Generator().manual_seed(1))
     ours = llm.generate(compiled, ids, max_new_tokens=NEW, eos_token_id=None)
@@ -123,8 +133,7 @@ class _Allocations(TorchDispatchMode):
 
 
 def test_cache_written_in_place_without_copy():
-    compiled = llm.compile(_model("llama"), max_seq_len=16, max_prompt_len=8,
-                           executor="reference")
+    _, compiled = _compiled("llama")
     report = compiled.compile_report.kv_cache
     assert (report.in_place, report.layers, report.profiles) == (4, 2, 2)
     cache = compiled.new_cache()
@@ -139,8 +148,7 @@ def test_cache_written_in_place_without_copy():
 
 
 def test_prefill_and_decode_profiles_and_limits():
-    compiled = llm.compile(_model("gpt2"), max_seq_len=12, max_prompt_len=6,
-                           executor="reference")
+    _, compiled = _compiled("gpt2")  # max_seq_len 20, max_prompt_len 8
     engine = next(m for m in compiled.module.modules() if hasattr(m, "handle"))
     cache = compiled.new_cache()
     compiled.step(torch.tensor([[1, 2, 3]]), 0, cache)
@@ -148,14 +156,13 @@ def test_prefill_and_decode_profiles_and_limits():
     compiled.step(torch.tensor([[4]]), 3, cache)
     assert engine.handle.last_profile == 0
     with pytest.raises(ValueError, match="outside any optimization profile"):
-        compiled.step(torch.ones(1, 7, dtype=torch.long), 0, cache)
-    with pytest.raises(ValueError, match="max_seq_len=12"):
-        compiled.step(torch.tensor([[4]]), 12, cache)
+        compiled.step(torch.ones(1, 9, dtype=torch.long), 0, cache)
+    with pytest.raises(ValueError, match="max_seq_len=20"):
+        compiled.step(torch.tensor([[4]]), 20, cache)
 
 
 def test_sampling_with_seeded_generator_repeats():
-    compiled = llm.compile(_model("gpt2"), max_seq_len=12, max_prompt_len=4,
-                           executor="reference")
+    _, compiled = _compiled("gpt2")
     ids = torch.tensor([[1, 2, 3, 4]])
     runs = [llm.generate(compiled, ids, max_new_tokens=6, do_sample=True, eos_token_id=None,
                          generator=torch.Generator().manual_seed(7)) for _ in range(2)]
