@@ -136,6 +136,9 @@ def test_cache_written_in_place_without_copy():
     _, compiled = _compiled("llama")
     report = compiled.compile_report.kv_cache
     assert (report.in_place, report.layers, report.profiles) == (4, 2, 2)
+    (engine,) = compiled.compile_report.engines  # the compile report says so too
+    assert sorted(engine.aliases.values()) == ["k0", "k1", "v0", "v1"]
+    assert engine.profiles == 2
     cache = compiled.new_cache()
     pointers = [t.data_ptr() for t in cache]
     compiled.step(torch.tensor([[5, 6, 7]]), 0, cache)  # prefill: profile 1

@@ -225,7 +225,7 @@ def _compile(model, inputs, kwarg_inputs, settings: CompilationSettings,
             name, engine.layer_count, engine.nbytes, engine.snapshot.weight_bytes(),
             engine.build_seconds, executor, [s.to_json() for s in engine.inputs],
             dict(engine.converters_used), engine.cache_hit, engine.cache_refit,
-            engine.plan_current))
+            engine.plan_current, engine.aliases, engine.profile_count))
     if fixed_draws:
         warnings.warn(fixed_draws_warning(fixed_draws), stacklevel=4)
     stitched.compile_report = report

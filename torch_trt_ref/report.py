@@ -28,6 +28,9 @@ class EngineRecord:
     cache_hit: bool = False
     cache_refit: bool = False  # the cached engine held other weights and was refit
     plan_current: bool = True  # False: only the snapshot was refit (no TensorRT runtime)
+    # output -> the input whose memory it shares: a KV cache written in place (DESIGN D15)
+    aliases: dict[str, str] = field(default_factory=dict)
+    profiles: int = 1  # optimization profiles (Input(profiles=...))
 
 
 @dataclass
