@@ -59,6 +59,29 @@ def settings_from_args(args: argparse.Namespace) -> dict:
     return settings
 
 
+def number(kind: type = float, low: float = 0.0, low_included: bool = False,
+           high: float | None = None):
+    """An argparse ``type`` for a number of ``kind`` above ``low`` (or at it, with
+    ``low_included``) and at most ``high``: a mistake is argparse's error naming the
+    option ("argument --timeout: -1 is not a number > 0"), before anything runs."""
+    bound = (f">= {low:g}" if low_included else f"> {low:g}") + (
+        f" and <= {high:g}" if high is not None else "")
+    noun = "an integer" if kind is int else "a number"
+
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {noun} {bound}") from None
+        if value != value or value < low or (value == low and not low_included) or (
+                high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{text} is not {noun} {bound}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in some messages
+    return parse
+
+
 def check_writable(path: str | None, option: str) -> None:
     """An output file's directory must exist before minutes of compiling, not after."""
     folder = os.path.dirname(os.path.abspath(path)) if path else None

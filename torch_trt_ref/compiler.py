@@ -111,6 +111,11 @@ def compile(model: torch.nn.Module | ExportedProgram, inputs: Sequence[Any] = ()
     ``compile_report`` is the plan (``compile_report.render()``; docs/partitioning.md)."""
     if settings is not None and kwargs:
         raise ValueError("pass either settings=CompilationSettings(...) or keyword settings")
+    if settings is not None and not isinstance(settings, CompilationSettings):
+        raise TypeError(f"settings: got a {type(settings).__name__}; pass "
+                        "settings=torch_trt_ref.CompilationSettings(...), or the settings as "
+                        "keyword arguments of compile (compile(model, inputs, **settings) for "
+                        "a dict)")
     require_opaque_handles("compiling")
     settings = settings or CompilationSettings.from_kwargs(**kwargs)
     model = as_model(model)

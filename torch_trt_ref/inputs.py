@@ -3,6 +3,8 @@ optimization profile each) and dtype of one model input."""
 
 from __future__ import annotations
 
+import math
+import operator
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -35,6 +37,7 @@ class Input:
     shared_dims: tuple = ()
 
     def __post_init__(self):
+        self._check_fields()
         self._normalize()
         self._check_shared_dims()
 
@@ -77,17 +80,21 @@ class Input:
         if self.shape is not None:
             if any(r is not None for r in ranges):
                 raise ValueError("Input: give either shape=... or min_shape/opt_shape/max_shape")
-            shape = tuple(int(d) for d in self.shape)
+            shape = _dims(self.shape, "shape")
             object.__setattr__(self, "shape", shape)
             for field in ("min_shape", "opt_shape", "max_shape"):
                 object.__setattr__(self, field, shape)
         else:
+            if all(r is None for r in ranges):
+                raise ValueError("Input: give shape=(...) for a static input, or min_shape, "
+                                 "opt_shape and max_shape for a range (or profiles=[...])")
             if any(r is None for r in ranges):
                 raise ValueError(
                     "Input: a dynamic input needs all of min_shape, opt_shape and max_shape "
                     f"(got min={self.min_shape}, opt={self.opt_shape}, max={self.max_shape})"
                 )
-            lo, opt, hi = (tuple(int(d) for d in r) for r in ranges)
+            lo, opt, hi = (_dims(r, f) for r, f in zip(ranges, ("min_shape", "opt_shape",
+                                                                  "max_shape")))
             if not len(lo) == len(opt) == len(hi):
                 raise ValueError(f"Input: min/opt/max ranks differ: {lo}, {opt}, {hi}")
             for i, (a, b, c) in enumerate(zip(lo, opt, hi)):
@@ -99,7 +106,24 @@ class Input:
             object.__setattr__(self, "opt_shape", opt)
             object.__setattr__(self, "max_shape", hi)
         if any(d < 0 for d in self.opt_shape):
-            raise ValueError(f"Input: negative dimension in {self.opt_shape}")
+            raise ValueError(f"Input: negative dimension in {self.opt_shape}; a dim of any "
+                             "size is declared by a range: min_shape, opt_shape, max_shape")
+
+    def _check_fields(self) -> None:
+        """dtype, low/high and name: what the shape checks do not cover."""
+        if not isinstance(self.dtype, torch.dtype):
+            raise TypeError(f"Input: dtype must be a torch.dtype (torch.float32, torch.int64, "
+                            f"...), got {self.dtype!r}")
+        for field in ("low", "high"):
+            value = getattr(self, field)
+            if not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ValueError(f"Input: {field} must be a finite number (the range of "
+                                 f"example values), got {value!r}")
+        if self.low > self.high:
+            raise ValueError(f"Input: low={self.low} is above high={self.high}")
+        if self.name is not None and not isinstance(self.name, str):
+            raise TypeError(f"Input: name must be a str (the forward argument's name) or "
+                            f"None, got {self.name!r}")
 
     def _set_profiles(self) -> None:
         """Normalize ``profiles`` to ((min, opt, max), ...) and set min/opt/max_shape to
@@ -170,3 +194,16 @@ class Input:
         if not self.is_dynamic:
             return f"{tuple(self.opt_shape)} {self.dtype}"
         return f"min={self.min_shape} opt={self.opt_shape} max={self.max_shape} {self.dtype}"
+
+
+def _dims(shape, field: str) -> tuple[int, ...]:
+    """A shape as a tuple of ints: a sequence of ints (a torch.Size too); anything else,
+    a float dim or one number for a shape, is a TypeError naming the field."""
+    try:
+        if isinstance(shape, (str, bytes)):
+            raise TypeError
+        return tuple(int(d) if isinstance(d, torch.SymInt) else operator.index(d)
+                     for d in shape)
+    except TypeError:
+        raise TypeError(f"Input: {field} must be a sequence of ints, like (1, 3, 224, 224); "
+                        f"got {shape!r}") from None

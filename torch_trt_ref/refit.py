@@ -19,6 +19,7 @@ from .ownership import own_weights, storages_of
 from .runtime.by_size import BySize
 from .runtime.module import EngineModule
 from .runtime.reference.folding import forget as forget_folded
+from .settings import did_you_mean
 from .weights import WeightProgram, WeightProgramError
 
 
@@ -130,7 +131,8 @@ def _check(program: WeightProgram, state: dict[str, torch.Tensor]) -> None:
         problems.append(f"missing keys: {_names(missing)}")
     extra = [k for k in state if k not in program.expected]
     if extra:
-        problems.append(f"unexpected keys (not in the compiled model): {_names(extra)}")
+        named = [k + did_you_mean(k, missing) for k in extra]  # a typo of a missing key
+        problems.append(f"unexpected keys (not in the compiled model): {_names(named)}")
     for name, (shape, dtype) in program.expected.items():
         value = state.get(name)
         if value is None:

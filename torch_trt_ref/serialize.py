@@ -49,11 +49,11 @@ def save(compiled: GraphModule, path: str | os.PathLike, plans: bool = True) -> 
     SHA-256 of every part. The file appears whole or not at all. ``plans=False`` leaves the
     TensorRT plans out (about half the file): its engines run on the reference executor
     wherever it is loaded, e.g. a GPU machine without TensorRT."""
-    engines = {name: m for name, m in compiled.named_modules() if isinstance(m, EngineModule)}
     report = getattr(compiled, "compile_report", None)
     if not isinstance(compiled, (GraphModule, BySize)) or report is None:
         raise TypeError(f"torch_trt_ref.save takes a module returned by torch_trt_ref.compile "
                         f"or torch_trt_ref.load, got {type(compiled).__name__}")
+    engines = {name: m for name, m in compiled.named_modules() if isinstance(m, EngineModule)}
     path = _save_path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.partial")
     try:

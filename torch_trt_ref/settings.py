@@ -51,20 +51,24 @@ def _known_op(name: str) -> bool:
 def normalize_ops(ops: Iterable[Any], what: str) -> frozenset[str]:
     """Validate and canonicalize a collection of ops given as OpOverload, OpOverloadPacket or
     "aten::add" / "aten.add.Tensor" strings."""
+    if ops is None:
+        return frozenset()
     if isinstance(ops, (str, torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         ops = [ops]
+    accepted = ("Accepted: an OpOverload (torch.ops.aten.add.Tensor), an OpOverloadPacket "
+                "(torch.ops.aten.add) or a string like 'aten::add' or 'aten.add.Tensor'")
+    if not isinstance(ops, Iterable):
+        raise ValueError(f"{what}: got {ops!r}, not a collection of ops. {accepted}")
     names = set()
     for op in ops:
+        if not (isinstance(op, str) or callable(op)):
+            raise ValueError(f"{what}: {op!r} is not an op. {accepted}")
         name = op_name(op)
         if not _known_op(name):
             aten_names = [n for n in dir(torch.ops.aten) if not n.startswith("_")]
             close = difflib.get_close_matches(name.split(".")[-1], aten_names, n=3)
             hint = f" Did you mean {', '.join('aten::' + c for c in close)}?" if close else ""
-            raise ValueError(
-                f"{what}: unknown op {op!r}. Accepted: an OpOverload (torch.ops.aten.add.Tensor), "
-                f"an OpOverloadPacket (torch.ops.aten.add) or a string like 'aten::add' or "
-                f"'aten.add.Tensor'.{hint}"
-            )
+            raise ValueError(f"{what}: unknown op {op!r}. {accepted}.{hint}")
         names.add(name)
     return frozenset(names)
 
@@ -94,6 +98,26 @@ def normalize_modules(modules: Any) -> frozenset[str]:
                              "classes, type names ('BasicBlock', 'torchvision.models.resnet."
                              "BasicBlock') or submodule paths ('layer1.0')")
     return frozenset(names)
+
+
+def _backends(priority: Any, support_map: dict | None) -> tuple[str, ...]:
+    """``backend_priority`` as a tuple of names (one string is one name): "tensorrt",
+    "torch", a backend named in ``backend_support_map``, or a registered torch.compile
+    backend (that runs its segments); a typo would silently take no op."""
+    priority = (priority,) if isinstance(priority, str) else tuple(priority)
+    known = {"tensorrt", "torch", *(support_map or {})}
+    unknown = [b for b in priority if b not in known]
+    if unknown:
+        from torch._dynamo import list_backends  # only for names beyond ours: it is slow
+
+        known |= set(list_backends(exclude_tags=()))
+    for name in priority:
+        if not isinstance(name, str) or name not in known:
+            hint = did_you_mean(name, known) if isinstance(name, str) else ""
+            raise ValueError(f"backend_priority: unknown backend {name!r}{hint}; accepted: "
+                             "'tensorrt', 'torch', a key of backend_support_map or a "
+                             "torch.compile backend (torch._dynamo.list_backends())")
+    return priority
 
 
 def _default_cpu_budget() -> int:
@@ -205,17 +229,22 @@ class CompilationSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a non-negative int, got {value!r}")
-        if not isinstance(self.random_ops_in_torch, bool):
-            raise ValueError(f"random_ops_in_torch must be True or False, got "
-                             f"{self.random_ops_in_torch!r}")
-        if not 0 <= self.optimization_level <= 5:
-            raise ValueError(f"optimization_level must be in 0..5, got {self.optimization_level}")
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.type == "bool" and not isinstance(value, bool):  # "no" would be true
+                raise ValueError(f"{f.name} must be True or False, got {value!r}")
+        level = self.optimization_level
+        if not isinstance(level, int) or isinstance(level, bool) or not 0 <= level <= 5:
+            raise ValueError(f"optimization_level must be an int in 0..5, got {level!r}")
         budget = self.cpu_memory_budget
         if budget is not None and (not isinstance(budget, int) or budget <= 0):
             raise ValueError(f"cpu_memory_budget must be a positive int of bytes, got {budget!r}")
         if budget is None and self.enable_resource_partitioning:
             object.__setattr__(self, "cpu_memory_budget", _default_cpu_budget())
         if self.engine_cache_dir is not None:
+            if not isinstance(self.engine_cache_dir, (str, os.PathLike)):
+                raise ValueError(f"engine_cache_dir must be a directory path (str or "
+                                 f"os.PathLike), got {self.engine_cache_dir!r}")
             object.__setattr__(self, "cache_engines", True)
             if os.path.exists(self.engine_cache_dir) and not os.path.isdir(
                     self.engine_cache_dir):
@@ -223,16 +252,20 @@ class CompilationSettings:
                                  "give a directory (it is created when missing)")
         for name in ("torch_executed_ops", "enabled_decompositions", "disabled_decompositions"):
             object.__setattr__(self, name, normalize_ops(getattr(self, name), name))
-        object.__setattr__(self, "backend_priority", tuple(self.backend_priority))
         object.__setattr__(self, "torch_executed_modules",
                            normalize_modules(self.torch_executed_modules))
         if self.backend_support_map is not None:
+            if not isinstance(self.backend_support_map, dict):
+                raise ValueError(f"backend_support_map must be a dict of backend name -> ops, "
+                                 f"got {type(self.backend_support_map).__name__}")
             object.__setattr__(
                 self,
                 "backend_support_map",
                 {k: normalize_ops(v, f"backend_support_map[{k!r}]")
                  for k, v in self.backend_support_map.items()},
             )
+        object.__setattr__(self, "backend_priority", _backends(self.backend_priority,
+                                                              self.backend_support_map))
         self._check_autocast()
         if self.extra:
             raise ValueError(f"unknown settings {sorted(self.extra)}; accepted: {sorted(FIELDS)}")

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from torch_trt_ref.commands import check_writable, number
 from torch_trt_ref.settings import COMPILE_PRECISIONS, PARTITIONERS, QUANT_FORMATS
 
 from . import compare as cmp
@@ -26,6 +27,10 @@ def _cells(args: argparse.Namespace):
         cells = full_matrix()
     else:
         names = [e.name for e in select(args.models, args.tags)]
+        if args.tags and not names:
+            tags = sorted({t for e in ZOO.values() for t in e.tags})
+            raise ValueError(f"--tags {' '.join(args.tags)}: no zoo model has any of these "
+                             f"tags; tags: {', '.join(tags)}")
         cells = matrix(names, args.strategies or PARTITIONERS,
                        args.precisions or COMPILE_PRECISIONS,
                        RP_CHOICES[args.rp or ("both" if args.full else "off")],
@@ -128,6 +133,8 @@ def report_command(args: argparse.Namespace) -> int:
     from .report import markdown
     from .schema import read_records
 
+    check_writable(args.markdown, "--markdown")
+    check_writable(args.html, "--html")
     records, gpu = split_records(read_records(args.records))
     anchor = _read_partition_anchor(args.partition_anchor) if args.partition_anchor else None
     if records and not args.markdown and not args.html:
@@ -162,8 +169,14 @@ def list_command(args: argparse.Namespace) -> int:
 
 
 def anchors_command(args: argparse.Namespace) -> int:
-    from .partition_anchor import markdown, measure
+    from .partition_anchor import markdown, measure, peer_models
 
+    unknown = [m for m in args.models or () if m not in peer_models()]
+    if unknown:
+        raise ValueError(f"--models: {', '.join(unknown)} not among the anchor models: "
+                         f"{', '.join(peer_models())}")
+    check_writable(args.markdown, "--markdown")
+    check_writable(args.json, "--json")
     print("Partition anchor: engines and transitions per strategy, min_block_size=5 "
           "(partition only)", file=sys.stderr)
     rows = measure(args.models, lambda line: print(line, file=sys.stderr), args.precision)
@@ -209,15 +222,18 @@ def add_subcommands(subparsers) -> None:
                           "quantize Linear/Conv first (docs/quantization.md)")
     run.add_argument("--rp", choices=sorted(RP_CHOICES),
                      help="resource partitioning cells (default: off; both with --full)")
-    run.add_argument("--budget-fraction", type=float, default=DEFAULT_BUDGET_FRACTION,
+    run.add_argument("--budget-fraction", type=number(float, high=1.0),
+                     default=DEFAULT_BUDGET_FRACTION,
                      help="per-engine budget as a fraction of the weights (rp cells)")
     run.add_argument("--dynamic", action="store_true", help="compile with dynamic Input specs")
     run.add_argument("--out", help="JSON-lines output (default out/zoo_{quick,full}.jsonl)")
     run.add_argument("--resume", action="store_true", help="skip cells already in --out")
-    run.add_argument("--timeout", type=float, default=900.0, help="seconds per cell")
-    run.add_argument("--warmup", type=int, help="untimed runs (default 1 quick, 2 otherwise)")
-    run.add_argument("--runs", type=int, help="timed runs per cell, at most (5 quick, 10)")
-    run.add_argument("--max-seconds", type=float,
+    run.add_argument("--timeout", type=number(float), default=900.0, help="seconds per cell")
+    run.add_argument("--warmup", type=number(int, low_included=True),
+                     help="untimed runs (default 1 quick, 2 otherwise)")
+    run.add_argument("--runs", type=number(int),
+                     help="timed runs per cell, at most (5 quick, 10)")
+    run.add_argument("--max-seconds", type=number(float),
                      help="stop timing after this long, at least 3 runs (5 quick, 20)")
     run.add_argument("--isolation", choices=("fork", "subprocess", "none"), default="subprocess",
                      help="subprocess: a new interpreter per cell (default; faithful compile "
@@ -229,7 +245,7 @@ def add_subcommands(subparsers) -> None:
     run.add_argument("--ray-address", metavar="ADDRESS",
                      help="join an existing Ray cluster instead: auto, or ray://HOST:10001 "
                      "(implies --ray)")
-    run.add_argument("--ray-cpus", type=int, metavar="N",
+    run.add_argument("--ray-cpus", type=number(int), metavar="N",
                      help="CPUs of the local Ray instance (default: all of this machine)")
     run.add_argument("--no-progress", action="store_true",
                      help="no per-cell progress lines on stderr")
@@ -270,13 +286,15 @@ def add_subcommands(subparsers) -> None:
                    help="only status, partition and op counts (machine-independent)")
     c.add_argument("--strict", action="store_true",
                    help="any change of a count fails, improvements included")
-    c.add_argument("--time-threshold", type=float, default=cmp.Thresholds.time,
+    c.add_argument("--time-threshold", type=number(float), default=cmp.Thresholds.time,
                    help="new/base time ratio that fails")
-    c.add_argument("--memory-threshold", type=float, default=cmp.Thresholds.memory,
+    c.add_argument("--memory-threshold", type=number(float), default=cmp.Thresholds.memory,
                    help="new/base memory ratio that fails")
-    c.add_argument("--min-seconds", type=float, default=cmp.Thresholds.min_seconds,
+    c.add_argument("--min-seconds", type=number(float, low_included=True),
+                   default=cmp.Thresholds.min_seconds,
                    help="times below this are noise")
-    c.add_argument("--min-mib", type=float, default=cmp.Thresholds.min_bytes / 2**20,
+    c.add_argument("--min-mib", type=number(float, low_included=True),
+                   default=cmp.Thresholds.min_bytes / 2**20,
                    help="memory below this is noise")
     c.add_argument("--all", action="store_true", help="show unchanged metrics too")
     c.set_defaults(func=compare_command)

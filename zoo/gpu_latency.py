@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from torch_trt_ref.commands import number
 from torch_trt_ref.settings import PARTITIONERS, PRECISION_DTYPES
 
 from . import measure, weightless
@@ -458,7 +459,7 @@ def add_parsers(sub) -> None:
     s.add_argument("--models", nargs="+", help=f"zoo models (default: quick {list(QUICK)})")
     s.add_argument("--precisions", nargs="+", default=["fp16"], choices=list(PRECISION_DTYPES),
                    help="compile precisions (default fp16)")
-    s.add_argument("--batches", nargs="+", type=int, default=[1],
+    s.add_argument("--batches", nargs="+", type=number(int), default=[1],
                    help="batch sizes: dim 0 of the zoo inputs (default 1)")
     s.add_argument("--strategy", default="fast", choices=PARTITIONERS,
                    help="partition strategy (default fast)")
@@ -472,9 +473,10 @@ def add_parsers(sub) -> None:
                                          "and inductor with CUDA events")
     lat.add_argument("programs", nargs="+", help=".prog files or folders of them")
     lat.add_argument("--device", default="cuda", help="where to run (default cuda)")
-    lat.add_argument("--warmup", type=int, default=20, help="untimed calls (default 20)")
-    lat.add_argument("--runs", type=int, default=100, help="timed calls (default 100)")
-    lat.add_argument("--repeats", type=int, default=1,
+    lat.add_argument("--warmup", type=number(int, low_included=True), default=20,
+                     help="untimed calls (default 20)")
+    lat.add_argument("--runs", type=number(int), default=100, help="timed calls (default 100)")
+    lat.add_argument("--repeats", type=number(int), default=1,
                      help="rounds of every variant, alternating (default 1); the table gives "
                           "the median round and the spread of the round medians")
     lat.add_argument("--anchors", nargs="+", default=list(ANCHORS), choices=ANCHORS,

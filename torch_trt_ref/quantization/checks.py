@@ -8,6 +8,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Iterable
 
+import torch
 from torch import nn
 
 from ..settings import QUANT_FORMATS, did_you_mean
@@ -28,6 +29,18 @@ def arguments(precision: str, algorithm: str, percentile: float) -> None:
     number = isinstance(percentile, (int, float)) and not isinstance(percentile, bool)
     if not number or not 0 < percentile <= 100:
         raise ValueError(f"quantize: percentile={percentile!r} must be a number in (0, 100]")
+
+
+def batches(data: Any) -> Any:
+    """``calibration_data`` as a sized collection of batches: a tensor or a dict (of keyword
+    inputs) is one batch; an iterable without a length is listed."""
+    if isinstance(data, (torch.Tensor, dict)):
+        return [data]
+    if isinstance(data, (str, bytes)) or not isinstance(data, Iterable):
+        raise TypeError(f"quantize: calibration_data must be an iterable of batches (each a "
+                        f"tensor, a tuple of positional inputs or a dict of keyword inputs), "
+                        f"got {type(data).__name__}")
+    return data if hasattr(data, "__len__") else list(data)
 
 
 def skip_names(model: nn.Module, skip: Iterable[str] | str | None) -> tuple[str, ...]:

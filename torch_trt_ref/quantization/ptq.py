@@ -165,7 +165,8 @@ def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str =
     in_features % 16 == 0 only) of every Linear, Conv1d/2d/3d and ConvTranspose1d/2d/3d not
     named in ``skip``. Activation ``amax`` is
     calibrated with ``algorithm`` ('max', 'percentile', 'entropy') over ``calibration_data``
-    (batches: a tensor, a tuple of positional inputs or a dict of keyword inputs); weight
+    (an iterable of batches: each a tensor, a tuple of positional inputs or a dict of keyword
+    inputs; a tensor or a dict alone is one batch); weight
     ``amax`` is the weight's max. ``attention``: also quantize both inputs of attention's
     Q·Kᵀ and P·V (per tensor, INT8/FP8; a fused scaled_dot_product_attention becomes one
     ``torch_trt_ref::quantized_sdpa`` op holding the q, k, v and P quantizers,
@@ -179,8 +180,7 @@ def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str =
         raise TypeError(f"quantize: model must be a torch.nn.Module, got {type(model).__name__}")
     skip = checks.skip_names(model, skip)
     model = model if inplace else copy.deepcopy(model)
-    batches = list(calibration_data) if not hasattr(calibration_data, "__len__") \
-        else calibration_data
+    batches = checks.batches(calibration_data)
     start, count, owners = time.perf_counter(), 0, []
     if attention and len(batches):  # before the layers' quantizers (amax 0 until calibrated)
         owners = attention_sites.insert(model.eval(), lambda: _call(model, next(iter(batches))),
@@ -210,7 +210,12 @@ def quantize(model: nn.Module, calibration_data: Iterable[Any], precision: str =
     with torch.no_grad():
         for batch in (_progress(batches, len(batches)) if progress else batches):
             seen = {name: q.calibrator.nonfinite for name, q in found.items()}
-            _call(model, batch)
+            try:
+                _call(model, batch)
+            except Exception as err:  # the model's own error, with where it happened
+                err.add_note(f"(raised by the model in quantize's calibration batch {count}, "
+                             "counting from 0)")
+                raise
             checks.check_batch(found, seen, count, dropped)
             count += 1
     if not count:
