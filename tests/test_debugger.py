@@ -131,3 +131,33 @@ def test_a_file_as_logging_dir_is_refused(tmp_path):
 def test_pass_names_are_the_pipeline_passes():
     assert {"cast_precision", "fold_constants", "autocast", "split_tied_embeddings"} <= set(
         PASS_NAMES)
+
+
+def test_timing_can_be_off_and_the_observer_ends_with_the_context(tmp_path):
+    from torch_trt_ref import observe
+
+    model, x = _model(), torch.randn(2, 8)
+    with Debugger(save_layer_info=True, time_layers=False, logging_dir=tmp_path) as dbg:
+        assert observe.current() is dbg
+        torch_trt_ref.compile(model, [x], min_block_size=1)(x)
+    assert observe.current() is None
+    assert dbg.layer_times == {} and not (tmp_path / "layer_timing.json").exists()
+    assert list((tmp_path / "compile_1" / "engines").glob("*.layers.txt"))
+
+
+def test_the_observer_ends_when_the_block_raises(tmp_path):
+    from torch_trt_ref import observe
+
+    with pytest.raises(RuntimeError, match="boom"):
+        with Debugger(logging_dir=tmp_path):
+            raise RuntimeError("boom")
+    assert observe.current() is None
+
+
+def test_segment_passes_are_captured_once_per_engine(tmp_path):
+    model, x = _model(), torch.randn(2, 8)
+    with Debugger(capture_fx_graph_after=["split_tied_embeddings"], logging_dir=tmp_path):
+        torch_trt_ref.compile(model, [x], min_block_size=1,
+                              torch_executed_ops={"aten.gelu"})
+    files = sorted(p.name for p in (tmp_path / "compile_1" / "lowering").iterdir())
+    assert files == ["1_split_tied_embeddings_after.py", "2_split_tied_embeddings_after.py"]

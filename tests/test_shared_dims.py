@@ -136,3 +136,52 @@ def test_two_names_tie_two_axes_each():
     with torch.no_grad():
         verdict = judge(module(x, y), model(x, y), model(x.double(), y.double()))
     assert verdict.passed, verdict.message
+
+
+def test_dynamic_shapes_use_one_dim_object_per_name():
+    from torch_trt_ref.capture import dynamic_shapes_for
+
+    shapes = dynamic_shapes_for({"x": _spec(4), "y": _spec(5), "z": _spec(6, False)})
+    assert shapes["x"][0] is shapes["y"][0]
+    assert shapes["x"][0].__name__ == "batch"
+    assert getattr(shapes["z"][0], "__name__", None) != "batch"  # Dim.DYNAMIC: unnamed
+
+
+def test_three_inputs_share_one_name():
+    class Three(torch.nn.Module):
+        def forward(self, a, b, c):
+            return a.sum(1), b.sum(1), c.sum(1)
+
+    model = Three().eval()
+    ep = capture(model, [_spec(2), _spec(3), _spec(4)])
+    symbols = {str(n.meta["val"].shape[0]) for n in ep.graph.nodes if n.op == "placeholder"}
+    assert len(symbols) == 1
+    module = torch_trt_ref.compile(model, [_spec(2), _spec(3), _spec(4)], min_block_size=1)
+    with pytest.raises(ValueError, match="input 'c' dim 0 is 5"):
+        module(torch.randn(4, 2), torch.randn(4, 3), torch.randn(5, 4))
+
+
+def test_inputs_passed_by_keyword_are_checked_too(compiled):
+    _, module = compiled
+    with pytest.raises(ValueError, match="shared dim 'batch'"):
+        module(x=torch.randn(2, 4), y=torch.randn(4, 5))
+
+
+def test_profiles_and_replace_keep_shared_dims():
+    import dataclasses
+
+    spec = Input(profiles=[{"min": (1, 4), "opt": (2, 4), "max": (4, 4)},
+                           {"min": (4, 4), "opt": (8, 4), "max": (16, 4)}],
+                 shared_dims={0: "batch"})
+    assert spec.profile(1).shared_dims == ((0, "batch"),)
+    assert dataclasses.replace(spec, name="x").shared_dims == ((0, "batch"),)
+    static = Input(profiles=[{"min": (1, 4), "opt": (2, 4), "max": (4, 4)},
+                             {"min": (8, 4), "opt": (8, 4), "max": (8, 4)}],
+                   shared_dims={0: "batch"})
+    assert static.profile(1).shared_dims == ()  # that profile fixes the dim
+
+
+def test_a_static_example_never_declares_a_shared_name():
+    assert Input(shape=(2, 3)).shared_dims == ()
+    with pytest.raises(ValueError, match="static"):
+        Input(shape=(2, 3), shared_dims={0: "batch"})
