@@ -331,6 +331,11 @@ CLI = [
     (["zoo", "save", "out", "--batches", "0"], r"argument --batches: 0 is not an integer > 0"),
     (["zoo", "latency", "p.prog", "--runs", "-5"], r"argument --runs: -5 is not an integer"),
     (["zoo", "nosuch"], r"argument ZOO_COMMAND: invalid choice: 'nosuch'"),
+    (["compile", "resnet18", "--cpu-memory-budget", "0"],  # 0 was taken as "not given"
+     r"argument --cpu-memory-budget: 0 is not an integer > 0"),
+    (["compile", "resnet18", "--min-block-size", "-1"],
+     r"argument --min-block-size: -1 is not an integer >= 0"),
+    (["debug", "resnet18", "--precision", "int8"], r"argument --precision: invalid choice"),
     (["zoo", "list", "--bogus"], r"unrecognized arguments: --bogus"),
     (["perf", "nosuch"], r"invalid choice: 'nosuch'"),
     (["perf", "run", "--suite", "nosuch"], r"argument --suite: invalid choice: 'nosuch'"),

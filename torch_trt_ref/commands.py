@@ -22,7 +22,8 @@ def add_settings_options(p: argparse.ArgumentParser, min_block_size: int | None 
     p.add_argument("--executor", choices=EXECUTORS, default="auto",
                    help="what runs the engines: tensorrt (a supported GPU), reference "
                         "(torch ops, any device) or auto (default)")
-    p.add_argument("--min-block-size", type=int, default=min_block_size,
+    p.add_argument("--min-block-size", type=number(int, low_included=True),
+                   default=min_block_size,
                    help="TensorRT segments with fewer compute nodes run in PyTorch "
                         + (f"(default {min_block_size})" if min_block_size is not None
                            else "(default: the zoo entry's, else 5)"))
@@ -31,7 +32,7 @@ def add_settings_options(p: argparse.ArgumentParser, min_block_size: int | None 
     p.add_argument("--resource-partitioning", action="store_true",
                    help="split TensorRT segments whose engines would not fit "
                         "--cpu-memory-budget")
-    p.add_argument("--cpu-memory-budget", type=int, default=None,
+    p.add_argument("--cpu-memory-budget", type=number(int), default=None,
                    help="bytes of CPU memory for building (each engine gets a quarter); "
                         "default: the available memory")
     p.add_argument("--cache", action="store_true",
