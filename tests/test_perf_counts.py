@@ -5,6 +5,8 @@ REGRESSED. Counts, not timings."""
 
 from __future__ import annotations
 
+import json
+import math
 from pathlib import Path
 
 import pytest
@@ -71,3 +73,24 @@ def test_recorded_counts_repeat_exactly():
         assert len(names) > 100
         for name in names:
             assert len({r.series[name].statistic() for r in runs if name in r.series}) == 1
+
+
+def test_count_sensitivity_on_recorded_trials():
+    """perf-data/results/count_sensitivity.json (python -m perf.gate.count_sensitivity):
+    extra work of 2-50% in one phase, one whole compile and one converter family is
+    REGRESSED in every trial by the count tier's rule (re-judged here from the recorded
+    ratios), the unchanged tree in none, and no series the injections did not aim at."""
+    from perf.gate.count_sensitivity import summarize
+
+    results = json.loads((store.DATA / "results" / "count_sensitivity.json").read_text())
+    found = summarize(results)
+    assert set(found["trials"]) >= {"0", "0.02", "0.05", "0.1", "0.2"}
+    for cells in found["flagged"].values():
+        for effect, hits in cells.items():
+            assert hits == (found["trials"][effect] if float(effect) >= 0.02 else 0)
+    assert set(found["controls_regressed"].values()) == {0}
+    threshold = math.log1p(rules.MIN_EFFECT["work"])
+    for trial in results["trials"]:
+        for series, ratio in trial["ratios"].items():
+            assert (math.log(ratio) > threshold) == (series in trial["regressed"])
+            assert (trial["effect"] == 0) == (ratio == 1.0)

@@ -158,10 +158,11 @@ def plot(results: dict, time_results: list[dict], path: Path) -> Path:
     fig = Figure(figsize=(6.4, 3.4), dpi=100)
     ax = fig.add_subplot()
     colors = {"phase": "#1f77b4", "compile": "#d62728", "family": "#2ca02c"}
+    styles = {"phase": ("o-", 9), "compile": ("s--", 6), "family": ("^:", 4)}  # they overlap
     for scenario, cells in found["flagged"].items():
         effects = sorted((float(k), v / found["trials"][k]) for k, v in cells.items())
-        ax.plot([100 * e for e, _ in effects], [f for _, f in effects], "o-",
-                color=colors[scenario], label=f"count tier: {scenario}")
+        ax.plot([100 * e for e, _ in effects], [f for _, f in effects], styles[scenario][0],
+                ms=styles[scenario][1], color=colors[scenario], label=f"count tier: {scenario}")
     for recorded in time_results:
         for scenario, effect, fraction, n in time_points(recorded):
             ax.scatter([100 * effect], [fraction], s=60, facecolors="none",
