@@ -25,6 +25,9 @@ CONFIGS = {
     "llama": lambda: tf.LlamaForCausalLM(tf.LlamaConfig(
         num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=4,
         num_key_value_heads=2, **SMALL)),
+    "qwen2": lambda: tf.Qwen2ForCausalLM(tf.Qwen2Config(
+        num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=4,
+        num_key_value_heads=2, **SMALL)),
     "qwen3": lambda: tf.Qwen3ForCausalLM(tf.Qwen3Config(
         num_hidden_layers=2, hidden_size=32, intermediate_size=64, num_attention_heads=4,
         num_key_value_heads=2, head_dim=8, **SMALL)),
