@@ -1,0 +1,168 @@
+"""The ``torch_tensorrt`` backend of the conformance suite (DESIGN D16): a graph is lowered,
+support-checked, partitioned and converted by Torch-TensorRT's own pipeline
+(``torch_tensorrt.dynamo.compile``: its decompositions, its partitioner's converter
+support check, its ``TRTInterpreter`` and converters), and the INetworkDefinition its
+converters built is read back with our snapshot reader and run on our reference executor
+in place of the engine. No engine is built or run: Torch-TensorRT needs a GPU for that.
+
+Import only in Torch-TensorRT's environment (``../shared/peer/setup.sh``). Importing this
+module patches, before ``import torch_tensorrt``, the two GPU queries that import makes on a
+machine without one (device capability, current device: the peer's README, P1/P2), and
+replaces in ``torch_tensorrt.dynamo.conversion._conversion`` the two runtime steps that need
+a GPU: ``interpret_module_to_result`` (builds the network as the peer does, then takes our
+snapshot instead of building an engine) and ``TorchTensorRTModule`` (runs that snapshot on
+our executor, with the peer's input and output conventions). Nothing on the compile path
+is changed: every lowering pass, the support check, the partitioner and every converter
+are the peer's own code."""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+if not torch.cuda.is_available():  # P1/P2: only platform checks read these
+    torch.cuda.get_device_capability = lambda device=None: (8, 9)
+    torch.cuda.current_device = lambda: 0
+
+import torch_tensorrt  # noqa: E402  (after the patches above)
+from torch_tensorrt.dynamo import partitioning  # noqa: E402
+from torch_tensorrt.dynamo.conversion import _conversion  # noqa: E402
+from torch_tensorrt.dynamo.conversion._TRTInterpreter import TRTInterpreter  # noqa: E402
+from torch_tensorrt.dynamo.partitioning._global_partitioner import (  # noqa: E402
+    TorchTensorRTOperatorSupport,
+)
+
+from torch_trt_ref.runtime.reference.executor import run_snapshot  # noqa: E402
+from torch_trt_ref.runtime.snapshot import NetworkSnapshot, take_snapshot  # noqa: E402
+
+VERSION = f"Torch-TensorRT {torch_tensorrt.__version__}, torch {torch.__version__}"
+
+
+class SentToPyTorch(Exception):
+    """The peer's support check leaves some ops of the graph to PyTorch (they would run
+    eagerly, not in TensorRT): the cell is not converted. ``ops`` names them."""
+
+    def __init__(self, ops: list[str]):
+        super().__init__("the peer runs in PyTorch: " + ", ".join(ops))
+        self.ops = ops
+
+
+_original_support = partitioning.get_graph_converter_support
+
+
+def _support(gm: torch.fx.GraphModule, torch_executed_ops: Any):
+    """The peer's own support count; a graph it does not support fully stops here, before
+    the partitioner would move the unsupported part to a (missing) GPU."""
+    supported, total = _original_support(gm, torch_executed_ops)
+    if supported < total:
+        check = TorchTensorRTOperatorSupport(torch_executed_ops=set(torch_executed_ops))
+        modules = dict(gm.named_modules())
+        ops = sorted({str(n.target) for n in gm.graph.nodes if n.op == "call_function"
+                      and not check.is_node_supported(modules, n)})
+        raise SentToPyTorch(ops or [f"{total - supported} of {total} nodes"])
+    return supported, total
+
+
+def _interpret(module, inputs, settings=None, engine_cache=None):
+    """``interpret_module_to_result`` up to the network: the peer's interpreter and
+    converters build the INetworkDefinition; our snapshot of it stands for the engine."""
+    output_dtypes = _conversion.infer_module_output_dtypes(
+        module, truncate_double=settings.truncate_double)
+    interpreter = TRTInterpreter(module, inputs, output_dtypes=output_dtypes,
+                                 compilation_settings=settings)
+    interpreter._construct_trt_network_def()
+    snapshot = take_snapshot(interpreter.ctx.net, _weight_sources(interpreter.ctx))
+    snapshot.node_converters = {n.name: str(n.target) for n in module.graph.nodes
+                                if n.op == "call_function"}
+    return SimpleNamespace(serialized_engine=snapshot,
+                           input_names=list(interpreter._input_names),
+                           output_names=list(interpreter._output_names),
+                           requires_output_allocator=interpreter.ctx.requires_output_allocator,
+                           requires_native_multidevice=False, symbolic_shape_expressions={})
+
+
+_WEIGHT_ATTRS = {"CONSTANT": "weights", "KERNEL": "kernel", "BIAS": "bias", "SCALE": "scale",
+                 "SHIFT": "shift", "POWER": "power"}
+
+
+def _weight_sources(ctx) -> dict[str, dict[str, torch.Tensor]]:
+    """Layer name -> weight attribute -> the torch tensor the peer's converter passed to
+    TensorRT, from the peer's refit map (keys "<layer name> <WEIGHT KIND>",
+    ``converter_utils.to_trt_weights``). TensorRT hands bf16 weights back without a numpy
+    view; the snapshot reader takes their values from these tensors instead."""
+    sources: dict[str, dict[str, torch.Tensor]] = {}
+    for key, tensor in ctx.weight_refit_map.items():
+        layer, _, kind = key.rpartition(" ")
+        if kind in _WEIGHT_ATTRS and isinstance(tensor, torch.Tensor):
+            sources.setdefault(layer, {})[_WEIGHT_ATTRS[kind]] = tensor.contiguous()
+    return sources
+
+
+class SnapshotModule(torch.nn.Module):
+    """Stands for the peer's ``TorchTensorRTModule``: runs the network snapshot on our
+    reference executor with the peer's conventions (inputs in binding order, non-tensors
+    made tensors; one output alone, several as a tuple)."""
+
+    def __init__(self, serialized_engine: NetworkSnapshot | None = None,
+                 input_binding_names=None, output_binding_names=None, *, name: str = "",
+                 settings: Any = None, **_: Any):
+        super().__init__()
+        self.snapshot = serialized_engine
+        self.input_binding_names = list(input_binding_names or [])
+        self.output_binding_names = list(output_binding_names or [])
+        self.name = name
+
+    def set_output_tensors_as_unowned(self, enabled: bool) -> None:
+        pass
+
+    def setup_engine(self) -> None:
+        pass
+
+    def forward(self, *inputs):
+        feeds = {name: x if isinstance(x, torch.Tensor) else torch.tensor(x)
+                 for name, x in zip(self.input_binding_names, inputs)}
+        with torch.no_grad():
+            outs = dict(zip(self.snapshot.outputs, run_snapshot(self.snapshot, feeds)))
+        values = [outs[n] for n in self.output_binding_names]
+        return values[0] if len(values) == 1 else tuple(values)
+
+
+partitioning.get_graph_converter_support = _support
+_conversion.interpret_module_to_result = _interpret
+_conversion.TorchTensorRTModule = SnapshotModule
+
+
+def peer_input(min_shape, opt_shape, max_shape, dtype: torch.dtype):
+    """A ``torch_tensorrt.Input``: static when the three shapes agree."""
+    if min_shape == opt_shape == max_shape:
+        return torch_tensorrt.Input(shape=tuple(opt_shape), dtype=dtype)
+    return torch_tensorrt.Input(min_shape=tuple(min_shape), opt_shape=tuple(opt_shape),
+                                max_shape=tuple(max_shape), dtype=dtype)
+
+
+def compile_program(ep, inputs: list) -> torch.fx.GraphModule:
+    """``torch_tensorrt.dynamo.compile`` of ``ep`` (min_block_size 1, fp32 default settings
+    otherwise), engines replaced by ``SnapshotModule``. Raises ``SentToPyTorch`` when the
+    peer would leave any op to PyTorch."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch_tensorrt.dynamo.compile(ep, arg_inputs=inputs, device="cuda:0",
+                                             offload_module_to_cpu=True, min_block_size=1)
+
+
+def snapshots(compiled: torch.fx.GraphModule) -> list[NetworkSnapshot]:
+    """The network snapshots of a compiled module, one per TensorRT subgraph."""
+    return [m.snapshot for m in compiled.modules() if isinstance(m, SnapshotModule)]
+
+
+def converted_targets(compiled: torch.fx.GraphModule) -> set[str]:
+    """The ops the peer's converters turned into TensorRT layers (its lowered graph's
+    call_function targets, recorded per snapshot by ``_interpret``)."""
+    return {t for s in snapshots(compiled) for t in s.node_converters.values()}
+
+
+logging.getLogger("torch_tensorrt").setLevel(logging.ERROR)
