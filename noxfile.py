@@ -1,7 +1,10 @@
-"""nox sessions: tests, conformance, executor, zoo, perf, perf_bench, lint, docs. Virtualenvs are
-reused, so a second run does not reinstall torch (~5 GB)."""
+"""nox sessions: tests, conformance, executor, zoo, perf, perf_bench, lint, docs,
+peer_conformance. Virtualenvs are reused, so a second run does not reinstall torch (~5 GB)."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import nox
 
@@ -98,3 +101,23 @@ def docs(session: nox.Session) -> None:
     """Runs the code blocks of README.md and docs/*.md."""
     _install(session)
     session.run("pytest", "tests/test_docs.py", "-q")
+
+
+# Torch-TensorRT's own environment (../shared/peer/setup.sh): 5 GB, built once and reused.
+PEER_VENV = os.environ.get("PEER_VENV", os.path.expanduser("~/.cache/torch-trt-peer-venv"))
+PEER_SETUP = Path(__file__).resolve().parent.parent / "shared" / "peer" / "setup.sh"
+
+
+@nox.session(python=False)
+def peer_conformance(session: nox.Session) -> None:
+    """The conformance suite through Torch-TensorRT itself (DESIGN D16): its pipeline builds
+    the networks, our reference executor runs them (`python -m conformance --backend
+    torch_tensorrt`); out/peer_conformance.json. The peer's venv ($PEER_VENV, else
+    ~/.cache/torch-trt-peer-venv) is made by ../shared/peer/setup.sh when missing; this
+    checkout goes on PYTHONPATH, nothing is installed into it."""
+    python = Path(PEER_VENV) / "bin" / "python"
+    if not python.exists():
+        session.run("bash", str(PEER_SETUP), PEER_VENV, external=True)
+    session.run(str(python), "-m", "conformance", "--backend", "torch_tensorrt",
+                *session.posargs, env={"PYTHONPATH": str(Path(__file__).resolve().parent)},
+                external=True)

@@ -18,6 +18,7 @@ are the peer's own code."""
 from __future__ import annotations
 
 import logging
+import re
 import warnings
 from types import SimpleNamespace
 from typing import Any
@@ -75,6 +76,7 @@ def _interpret(module, inputs, settings=None, engine_cache=None):
     interpreter = TRTInterpreter(module, inputs, output_dtypes=output_dtypes,
                                  compilation_settings=settings)
     interpreter._construct_trt_network_def()
+    _check_shapes(interpreter.ctx.net)
     snapshot = take_snapshot(interpreter.ctx.net, _weight_sources(interpreter.ctx))
     snapshot.node_converters = {n.name: str(n.target) for n in module.graph.nodes
                                 if n.op == "call_function"}
@@ -89,17 +91,41 @@ _WEIGHT_ATTRS = {"CONSTANT": "weights", "KERNEL": "kernel", "BIAS": "bias", "SCA
                  "SHIFT": "shift", "POWER": "power"}
 
 
+def _unkinded(name: str) -> str:
+    """A layer name without its leading "[KIND]-": the peer names a deconvolution's kernel
+    "[CONVOLUTION]-..." in its refit map while the layer is "[DECONVOLUTION]-..."."""
+    return re.sub(r"^\[[A-Z_]+\]-", "", name)
+
+
 def _weight_sources(ctx) -> dict[str, dict[str, torch.Tensor]]:
     """Layer name -> weight attribute -> the torch tensor the peer's converter passed to
     TensorRT, from the peer's refit map (keys "<layer name> <WEIGHT KIND>",
     ``converter_utils.to_trt_weights``). TensorRT hands bf16 weights back without a numpy
     view; the snapshot reader takes their values from these tensors instead."""
-    sources: dict[str, dict[str, torch.Tensor]] = {}
+    by_name: dict[str, dict[str, torch.Tensor]] = {}
     for key, tensor in ctx.weight_refit_map.items():
         layer, _, kind = key.rpartition(" ")
         if kind in _WEIGHT_ATTRS and isinstance(tensor, torch.Tensor):
-            sources.setdefault(layer, {})[_WEIGHT_ATTRS[kind]] = tensor.contiguous()
-    return sources
+            by_name.setdefault(_unkinded(layer), {})[_WEIGHT_ATTRS[kind]] = tensor.contiguous()
+    names = [ctx.net.get_layer(i).name for i in range(ctx.net.num_layers)]
+    return {n: by_name[_unkinded(n)] for n in names if _unkinded(n) in by_name}
+
+
+class InvalidNetwork(Exception):
+    """TensorRT cannot compute the shape of a layer the peer's converters added."""
+
+
+def _check_shapes(net) -> None:
+    for i in range(net.num_layers):
+        layer = net.get_layer(i)
+        for j in range(layer.num_outputs):
+            try:
+                len(layer.get_output(j).shape)
+            except ValueError:
+                raise InvalidNetwork(
+                    f"TensorRT cannot compute the output shape of layer {layer.name} "
+                    f"({str(layer.type).rsplit('.', 1)[-1]}): the peer's network is invalid "
+                    "(TensorRT's API error is in the log)") from None
 
 
 class SnapshotModule(torch.nn.Module):
