@@ -80,6 +80,11 @@ def run(ids: list[str], backend: str, jobs: int, progress: Path | None) -> dict[
     for cid in ids:
         groups[_group(cid)].append(cid)
     results, start = {}, time.time()
+    if jobs == 1:  # in this process: no second import of torch and the backend
+        _init(backend)
+        for got in map(_run, groups.values()):
+            results.update(got)
+        return dict(sorted(results.items()))
     with multiprocessing.get_context("spawn").Pool(jobs, _init, (backend,),
                                                    maxtasksperchild=100) as pool:
         for k, got in enumerate(pool.imap_unordered(_run, list(groups.values())), 1):

@@ -22,7 +22,7 @@ def counts(results: dict[str, dict]) -> dict[str, int]:
             c["converted"] += 1
         if r["outcome"] in FAILURES:
             c["fail"] += 1
-            found = classify(cid)
+            found = classify(cid, r.get("message", ""))
             c[found[0] if found else "unclassified"] += 1
     return dict(c)
 
@@ -40,7 +40,7 @@ def write_report(results: dict[str, dict], path: Path, backend: str, seconds: fl
     """The cells with their outcome and classification, and the counts, as JSON."""
     cells = {}
     for cid, r in results.items():
-        found = classify(cid) if r["outcome"] in FAILURES else None
+        found = classify(cid, r.get("message", "")) if r["outcome"] in FAILURES else None
         cells[cid] = {**r, **({"class": found[0], "evidence": found[1]} if found else {})}
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"backend": backend, "seconds": round(seconds, 1),

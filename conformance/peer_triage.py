@@ -1,26 +1,94 @@
 """Triage of the cells that fail through Torch-TensorRT (``python -m conformance --backend
-torch_tensorrt``): cell-id pattern (``fnmatch``) -> (class, evidence). Classes: ``peer_bug``
-(a converter of Torch-TensorRT builds a network that computes something else; a repro a
-Torch-TensorRT developer can run on a GPU is in conformance/peer_repros/), ``executor`` (our
-reference executor read a layer wrongly: fixed, with a test; the entry stays while the fix
-is in and the cell passes, so it is listed for the record only), ``deviation`` (accepted:
-a documented difference that is neither side's bug). The evidence names an oracle we did not
-write where one exists. The first matching pattern decides."""
+torch_tensorrt``, DESIGN D16), as data: each ``Rule`` matches cell ids (``fnmatch``) and,
+when given, a text in the failure message, and names a class with its evidence. Classes:
+``peer_bug`` (a Torch-TensorRT converter or lowering pass builds a network that computes
+something else, or cannot build one for a graph its support check accepted; a repro for a
+GPU is in conformance/peer_repros/ where one is written), ``executor`` (our reference executor
+read a layer wrongly: fixed in torch_trt_ref/runtime/reference/ with a test; such a cell
+passes afterwards, so no rule is needed for it), ``deviation`` (accepted: neither side's
+bug, e.g. an artifact of running the peer without a GPU). Evidence names an oracle we did not
+write where one exists. The first matching rule decides; a failure no rule matches is
+"unclassified"."""
 
 from __future__ import annotations
 
 import fnmatch
+from dataclasses import dataclass
 
 PEER_BUG, EXECUTOR, DEVIATION = "peer_bug", "executor", "deviation"
 CLASSES = (PEER_BUG, EXECUTOR, DEVIATION)
 
-TRIAGE: dict[str, tuple[str, str]] = {
-}
+
+@dataclass(frozen=True)
+class Rule:
+    cells: str  # fnmatch pattern over cell ids
+    cls: str
+    evidence: str
+    message: str = ""  # a text the failure message must contain ("" = any)
 
 
-def classify(cell_id: str) -> tuple[str, str] | None:
-    """(class, evidence) of a failing cell, or None when it is not triaged yet."""
-    for pattern, entry in TRIAGE.items():
-        if fnmatch.fnmatchcase(cell_id, pattern):
-            return entry
+_SHAPE = ("the output's shape or dtype differs from eager's. Our executor checks every layer's "
+          "output against the shape and dtype TensorRT itself inferred for the peer's network "
+          "(a difference raises ReferenceMismatchError), so the network as TensorRT reads it "
+          "has this shape: the oracle is torch's eager result and TensorRT's shape inference")
+_INVALID = ("TensorRT's own API rejects a layer the peer's converter added (its error is in "
+            "the log, e.g. REDUCE on a 0-d input: 'at least 1 dimensions are required'), so "
+            "TensorRT cannot infer the layer's output shape: the network is invalid, whatever "
+            "any executor does; the peer's support check had accepted the graph")
+_RAISES = ("the peer's support check accepts the node (no capability validator rejects it), "
+           "then its converter raises while building the network: on a GPU the compile fails "
+           "the same way (the converter code is the same); the message is the peer's own")
+
+TRIAGE: list[Rule] = [
+    Rule("aten.add.Scalar-s0-*", PEER_BUG,
+         "aten_ops_add reads alpha from kwargs only; add.Scalar's schema `add.Scalar(Tensor "
+         "self, Scalar other, Scalar alpha=1)` makes alpha positional, so the exported node "
+         "holds it in args and the network (CONSTANT 2, ELEMENTWISE SUM) computes x + 2 for "
+         "x + 3*2. Repro: conformance/peer_repros/add_scalar_alpha.py"),
+    Rule("*where*-bf16-*", PEER_BUG,
+         "promote_trt_tensors_to_same_dtype (converter_utils.py) counts only float16/float32 "
+         "as floats, so bf16 branches of where are cast to INT32 before the SELECT (the "
+         "network holds CAST BF16->INT32 ... CAST INT32->BF16): fractions are lost. "
+         "Repro: conformance/peer_repros/where_bf16.py"),
+    Rule("opinfo:tril-bf16-*", PEER_BUG,
+         "tril lowers to where (the network: CONSTANT mask, CAST BF16->INT32, SELECT, CAST "
+         "INT32->BF16), the bf16 where bug above. Repro: conformance/peer_repros/where_bf16.py"),
+    Rule("aten.add.Scalar-int_plus_float-*", PEER_BUG,
+         "int tensor + 0.5: torch promotes to float (torch.result_type(int32 tensor, 0.5) is "
+         "float32); the peer's network makes the scalar an INT32 constant, adds in INT32 and "
+         "casts the sum to FLOAT, so every element is off by 0.5. "
+         "Repro: conformance/peer_repros/add_scalar_int_float.py"),
+    Rule("aten.elu.default-input_scale-*", PEER_BUG,
+         "elu(x, alpha=2, scale=1.5, input_scale=0.5) = scale * (x if x > 0 else alpha * "
+         "(exp(x * input_scale) - 1)) (torch.nn.functional.elu's definition); the peer's "
+         "network is one ACTIVATION ELU with alpha 2: scale and input_scale are dropped. "
+         "Repro: conformance/peer_repros/elu_scale.py"),
+    Rule("aten.convolution.default-transposed*", PEER_BUG,
+         "TensorRT's API rejects the deconvolution's stride/padding/dilation the peer sets "
+         "(IDeconvolutionLayer::setStrideNd: 'stride.nbDims == 2 || 3' fails: a 1-element "
+         "list is passed for a 2-D or 3-D transposed convolution), so the layer keeps "
+         "stride 1 and the output shape (TensorRT's own inference) differs from eager's"),
+    Rule("aten._adaptive_avg_pool*d.default-mixed-*", PEER_BUG,
+         "adaptive average pooling averages window i over [floor(i*in/out), ceil((i+1)*in/"
+         "out)) (torch's definition; the windows differ in size when out does not divide "
+         "in); the peer's network is one POOLING AVERAGE with a fixed window (2, 3, 3) and "
+         "stride (2, 1, 1) for 4x5x6 -> 2x3x4, which averages other elements"),
+    Rule("*", PEER_BUG, _INVALID, message="the peer's network is invalid"),
+    Rule("*", PEER_BUG, _SHAPE, message=" shape ("),
+    Rule("*", PEER_BUG, _SHAPE, message=" dtype torch."),
+    Rule("*", PEER_BUG, _RAISES, message="AssertionError: "),
+    Rule("*", DEVIATION,
+         "the peer's lowering makes its constants on its target device (cuda:0) while the "
+         "program was exported with CPU tensors, as it must be on a machine without a GPU; "
+         "torch's fake-tensor check then refuses to mix devices. On a GPU the inputs are on "
+         "cuda:0 and this does not arise: an artifact of the CPU run, not a converter bug",
+         message="FakeTensorDeviceMismatchError"),
+]
+
+
+def classify(cell_id: str, message: str = "") -> tuple[str, str] | None:
+    """(class, evidence) of a failing cell, or None when no rule matches it."""
+    for rule in TRIAGE:
+        if fnmatch.fnmatchcase(cell_id, rule.cells) and rule.message in message:
+            return rule.cls, rule.evidence
     return None

@@ -1,0 +1,66 @@
+"""The conformance suite's Torch-TensorRT backend (``python -m conformance --backend
+torch_tensorrt``, DESIGN D16): the summary line and triage counting here, and a small real
+subset run in the peer's own environment when it is installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.peer_report import counts, summary_line
+from conformance.peer_triage import CLASSES, TRIAGE, classify
+
+ROOT = Path(__file__).resolve().parent.parent
+PEER_VENV = Path(os.environ.get("PEER_VENV", Path.home() / ".cache" / "torch-trt-peer-venv"))
+PEER_PYTHON = PEER_VENV / "bin" / "python"
+LINE = re.compile(r"^peer: (\d+) cases, (\d+) converted, (\d+) pass, (\d+) fail \((\d+) peer "
+                  r"bug, (\d+) executor, (\d+) deviation, (\d+) unclassified\)$")
+
+
+def test_summary_line_counts_outcomes_and_classes():
+    failing = "aten.add.Scalar-s0-fp32-static"
+    assert classify(failing, "")[0] == "peer_bug"
+    results = {"a": {"outcome": "passed"}, "b": {"outcome": "not_converted"},
+               failing: {"outcome": "mismatch", "message": ""},
+               "zz-unknown": {"outcome": "run_error", "message": "boom"}}
+    assert counts(results)["converted"] == 3
+    assert summary_line(results) == ("peer: 4 cases, 3 converted, 1 pass, 2 fail (1 peer bug, "
+                                     "0 executor, 0 deviation, 1 unclassified)")
+
+
+def test_triage_entries_name_a_class_and_evidence():
+    for rule in TRIAGE:
+        assert rule.cls in CLASSES, rule
+        assert len(rule.evidence) > 40, f"{rule.cells}: evidence too short"
+
+
+@pytest.mark.skipif(not PEER_PYTHON.exists(), reason=(
+    f"Torch-TensorRT's environment is not installed at {PEER_VENV} (optional, ~5 GB: "
+    "../shared/peer/setup.sh makes it; set PEER_VENV to use another)"))
+def test_backend_switch_on_a_small_subset(tmp_path):
+    out = tmp_path / "peer.json"
+    cells = ["aten.abs.default-s0-fp32-static", "aten.add.Scalar-s0-fp32-static",
+             "aten.cumsum.default-s0-fp32-static"]
+    args = [str(PEER_PYTHON), "-m", "conformance", "--backend", "torch_tensorrt", "--opinfo",
+            "none", "-j", "1", "--json", str(out)] + [a for c in cells for a in ("--only", c)]
+    done = subprocess.run(args, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    last = done.stdout.strip().splitlines()[-1]
+    assert LINE.match(last), last
+    got = json.loads(out.read_text())["cells"]
+    assert got["aten.abs.default-s0-fp32-static"]["outcome"] == "passed"
+    # alpha dropped by the peer's converter: converted, fails, classified as its bug
+    assert got["aten.add.Scalar-s0-fp32-static"]["outcome"] == "mismatch"
+    assert got["aten.add.Scalar-s0-fp32-static"]["class"] == "peer_bug"
+    # the peer has no converter for cumsum: left to PyTorch, not a pass
+    assert got["aten.cumsum.default-s0-fp32-static"]["outcome"] == "not_converted"
+    assert last == ("peer: 3 cases, 2 converted, 1 pass, 1 fail (1 peer bug, 0 executor, "
+                    "0 deviation, 0 unclassified)")
+    assert sys.executable != str(PEER_PYTHON)
