@@ -64,3 +64,26 @@ def test_backend_switch_on_a_small_subset(tmp_path):
     assert last == ("peer: 3 cases, 2 converted, 1 pass, 1 fail (1 peer bug, 0 executor, "
                     "0 deviation, 0 unclassified)")
     assert sys.executable != str(PEER_PYTHON)
+
+
+def test_cli_skips_a_command_entry_that_cannot_load(monkeypatch, capsys):
+    """The peer's environment has no scipy, which perf needs: the CLI still starts."""
+    import importlib.metadata
+
+    from torch_trt_ref import cli
+
+    class Entry:
+        def __init__(self, name, fails):
+            self.name, self.fails = name, fails
+
+        def load(self):
+            if self.fails:
+                raise ModuleNotFoundError("No module named 'scipy'")
+            return lambda sub: sub.add_parser("fine")
+
+    monkeypatch.setattr(importlib.metadata, "entry_points",
+                        lambda group: [Entry("perf", True), Entry("zoo", False)])
+    loaded = cli.registered_commands()
+    assert len(loaded) == 1
+    err = capsys.readouterr().err
+    assert "'perf' commands are unavailable here" in err and "scipy" in err

@@ -121,10 +121,19 @@ COMMAND_GROUP = "torch_trt_ref.commands"
 def registered_commands() -> list:
     """The ``add_subcommands(subparsers)`` functions that packages above the library (the
     zoo, perf, conformance) register under the entry-point group ``torch_trt_ref.commands``
-    in their ``pyproject.toml``, so the library's CLI never imports them by name."""
+    in their ``pyproject.toml``, so the library's CLI never imports them by name. An entry
+    that cannot load in this environment (a package it needs is missing) is skipped with a
+    one-line note on stderr."""
     from importlib.metadata import entry_points
 
-    return [e.load() for e in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name)]
+    found = []
+    for entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda e: e.name):
+        try:
+            found.append(entry.load())
+        except ImportError as err:  # e.g. perf without scipy: the other commands still work
+            print(f"torch-trt-ref: the '{entry.name}' commands are unavailable here "
+                  f"({type(err).__name__}: {err})", file=sys.stderr)
+    return found
 
 
 def main(argv=None) -> int:
