@@ -77,7 +77,11 @@ def _interpret(module, inputs, settings=None, engine_cache=None):
                                  compilation_settings=settings)
     interpreter._construct_trt_network_def()
     _check_shapes(interpreter.ctx.net)
-    snapshot = take_snapshot(interpreter.ctx.net, _weight_sources(interpreter.ctx))
+    try:
+        snapshot = take_snapshot(interpreter.ctx.net, _weight_sources(interpreter.ctx))
+    except Exception as err:
+        raise SnapshotError(f"our snapshot reader failed on the peer's network: "
+                            f"{type(err).__name__}: {err}") from err
     snapshot.node_converters = {n.name: str(n.target) for n in module.graph.nodes
                                 if n.op == "call_function"}
     return SimpleNamespace(serialized_engine=snapshot,
@@ -109,6 +113,10 @@ def _weight_sources(ctx) -> dict[str, dict[str, torch.Tensor]]:
             by_name.setdefault(_unkinded(layer), {})[_WEIGHT_ATTRS[kind]] = tensor.contiguous()
     names = [ctx.net.get_layer(i).name for i in range(ctx.net.num_layers)]
     return {n: by_name[_unkinded(n)] for n in names if _unkinded(n) in by_name}
+
+
+class SnapshotError(Exception):
+    """Our snapshot reader could not read the peer's (valid) network: our bug, not theirs."""
 
 
 class InvalidNetwork(Exception):

@@ -20,7 +20,7 @@ from torch_trt_ref.capture import export_program
 from . import opinfo, runner
 from .case import W
 from .opinfo import CellKey, Outcome
-from .peer import SentToPyTorch, compile_program, peer_input
+from .peer import SentToPyTorch, SnapshotError, compile_program, peer_input
 
 # torch's OpInfo database (torch.testing._internal) imports ``expecttest`` for the base class
 # of its TestCase; the peer's environment does not have that test helper. OpInfo samples
@@ -48,6 +48,8 @@ def _compile(ep, inputs) -> tuple[Outcome | None, object]:
         return None, compile_program(ep, inputs)
     except SentToPyTorch as err:
         return Outcome("not_converted", "; ".join(err.ops)[:300]), None
+    except SnapshotError as err:  # our reader, not the peer: a bug of this harness
+        return Outcome("harness_error", _first_line(err)), None
     except Exception as err:  # the peer's lowering, partitioner or a converter raised
         return Outcome("convert_error", _first_line(err)), None
 
@@ -97,6 +99,8 @@ def run_opinfo_cell(key: CellKey) -> Outcome:
     """One OpInfo sample through the peer (``opinfo._run_cell``'s checks and judging)."""
     if key.op in opinfo.UNINITIALIZED:
         return Outcome("skipped", "the op returns uninitialized memory")
+    if (key.op, key.variant) not in opinfo.op_db():
+        return Outcome("absent", f"torch {torch.__version__} has no OpInfo {key.op}")
     found = opinfo.samples(key.op, key.variant, key.dtype)
     if key.index >= len(found):
         return Outcome("absent", f"the OpInfo has {len(found)} samples in {key.dtype}")

@@ -74,9 +74,28 @@ TRIAGE: list[Rule] = [
          "in); the peer's network is one POOLING AVERAGE with a fixed window (2, 3, 3) and "
          "stride (2, 1, 1) for 4x5x6 -> 2x3x4, which averages other elements"),
     Rule("*", PEER_BUG, _INVALID, message="the peer's network is invalid"),
+    # the same, as runs before InvalidNetwork reported it (TensorRT's Dims of -1 rank)
+    Rule("*", PEER_BUG, _INVALID, message="ValueError: __len__() should return >= 0"),
+    Rule("*", PEER_BUG,
+         "our executor raises where TensorRT's ISliceLayer documentation says STRICT_BOUNDS "
+         "'fails with an error when the coordinates are out of bounds': the peer's network "
+         "slices with a start it did not normalize for the dynamic size (start < 0 or past "
+         "the end at the min/max shapes), which a GPU engine would reject or read wrongly",
+         message="slice reads out of bounds"),
     Rule("*", PEER_BUG, _SHAPE, message=" shape ("),
     Rule("*", PEER_BUG, _SHAPE, message=" dtype torch."),
     Rule("*", PEER_BUG, _RAISES, message="AssertionError: "),
+    Rule("*", PEER_BUG, _RAISES, message="AttributeError: 'NoneType' object"),
+    Rule("*", PEER_BUG, _RAISES, message="TypeError: int() argument must be"),
+    Rule("*", PEER_BUG, _RAISES, message="TypeError: __eq__(): incompatible function"),
+    Rule("*", PEER_BUG, _RAISES, message="IndexError: tuple index out of range"),
+    Rule("*", PEER_BUG, _RAISES, message="ValueError: TensorRT does not support float64"),
+    Rule("prims.broadcast_in_dim.*", PEER_BUG,
+         "the peer's lowering (ExportedProgram.run_decompositions with its decomposition "
+         "table) refuses prims.broadcast_in_dim, whose schema returns an alias (Tensor(a)): "
+         "'Found a custom (non-ATen) operator whose output has alias annotations'; the op "
+         "is in its converter table, so its support check accepted the graph",
+         message="alias annotations"),
     Rule("*", DEVIATION,
          "the peer's lowering makes its constants on its target device (cuda:0) while the "
          "program was exported with CPU tensors, as it must be on a machine without a GPU; "
