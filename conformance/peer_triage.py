@@ -53,6 +53,15 @@ TRIAGE: list[Rule] = [
     Rule("opinfo:tril-bf16-*", PEER_BUG,
          "tril lowers to where (the network: CONSTANT mask, CAST BF16->INT32, SELECT, CAST "
          "INT32->BF16), the bf16 where bug above. Repro: conformance/peer_repros/where_bf16.py"),
+    Rule("opinfo:nn.functional.hardshrink-bf16-*", PEER_BUG,
+         "hardshrink lowers to le/abs and where; the network casts the bf16 branches to "
+         "INT32 before the SELECT (CAST BF16->INT32 ... CAST INT32->BF16), the bf16 where "
+         "bug. Repro: conformance/peer_repros/where_bf16.py"),
+    Rule("aten.clamp.default-int_float_bound-*", PEER_BUG,
+         "clamp of an int tensor with a float bound is float in torch (torch.result_type "
+         "promotes; eager returns float32); the peer's network makes the bound an INT32 "
+         "constant, takes the MAX in INT32 and casts to FLOAT, so a bound of x.5 is off by "
+         "0.5 (the same promotion bug as add_scalar_int_float.py)"),
     Rule("aten.add.Scalar-int_plus_float-*", PEER_BUG,
          "int tensor + 0.5: torch promotes to float (torch.result_type(int32 tensor, 0.5) is "
          "float32); the peer's network makes the scalar an INT32 constant, adds in INT32 and "
