@@ -76,7 +76,8 @@ TRIAGE: list[Rule] = [
          "TensorRT's API rejects the deconvolution's stride/padding/dilation the peer sets "
          "(IDeconvolutionLayer::setStrideNd: 'stride.nbDims == 2 || 3' fails: a 1-element "
          "list is passed for a 2-D or 3-D transposed convolution), so the layer keeps "
-         "stride 1 and the output shape (TensorRT's own inference) differs from eager's"),
+         "stride 1 and the output shape (TensorRT's own inference) differs from eager's",
+         message=" shape ("),
     Rule("aten._adaptive_avg_pool*d.default-mixed-*", PEER_BUG,
          "adaptive average pooling averages window i over [floor(i*in/out), ceil((i+1)*in/"
          "out)) (torch's definition; the windows differ in size when out does not divide "
@@ -94,7 +95,8 @@ TRIAGE: list[Rule] = [
     Rule("*", PEER_BUG, _SHAPE, message=" shape ("),
     Rule("*", PEER_BUG, _SHAPE, message=" dtype torch."),
     Rule("*", PEER_BUG, _RAISES, message="AssertionError: "),
-    Rule("*", PEER_BUG, _RAISES, message="AttributeError: 'NoneType' object"),
+    Rule("*", PEER_BUG, _RAISES, message="'NoneType' object has no attribute 'type'"),
+    Rule("*", PEER_BUG, _RAISES, message="has no attribute 'stride_nd'"),
     Rule("*", PEER_BUG, _RAISES, message="TypeError: int() argument must be"),
     Rule("*", PEER_BUG, _RAISES, message="TypeError: __eq__(): incompatible function"),
     Rule("*", PEER_BUG, _RAISES, message="IndexError: tuple index out of range"),
