@@ -14,7 +14,7 @@ import torch_trt_ref
 from torch_trt_ref import Input, size_cover
 from torch_trt_ref.accuracy import judge
 from torch_trt_ref.capture import capture
-from torch_trt_ref.size_conditions import size_conditions
+from torch_trt_ref.size_conditions import holds, size_conditions
 
 
 def sweep(model, compiled, shapes):
@@ -180,3 +180,16 @@ def test_the_sizes_where_a_condition_fails_are_listed():
     (condition,) = size_conditions(ep, [spec])
     assert condition.dims == [(0, 2), (0, 3), (0, 4)]
     assert condition.failing == ((1, 1, 1),)
+
+
+def test_a_condition_with_max_and_floor_division_is_listed_as_its_code_says():
+    """Listed on numpy arrays (sympy.lambdify); the compiled module evaluates its Python
+    code (``holds``): both must agree at every point of the grid."""
+    spec = Input(min_shape=(1, 3, 1, 1, 1), opt_shape=(2, 3, 4, 4, 4),
+                 max_shape=(2, 3, 9, 9, 9))
+    ep = capture(torch.nn.Conv3d(3, 3, 2, stride=2).eval(), [spec])
+    (condition,) = [c for c in size_conditions(ep, [spec]) if "max" in c.code]
+    grid = itertools.product(range(1, 10), repeat=3)
+    assert condition.failing == tuple(
+        p for p in grid if not holds(condition.code, dict(zip(condition.sizes, p))))
+    assert condition.failing[:2] == ((1, 1, 1), (1, 1, 2))

@@ -4,6 +4,7 @@ runs in eager and covers (size_cover.py)."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -34,6 +35,12 @@ from .ranges import dynamic_input_sizes
 
 # The most grid points a condition is evaluated at to list the sizes where it fails.
 MAX_GRID = 1 << 20
+# ... and at most this many where the condition cannot be evaluated on numpy arrays.
+MAX_LOOPED = 1 << 16
+# torch's sympy functions on numpy arrays (sympy.lambdify), for listing where a guard fails
+NUMPY_NAMES = {"FloorDiv": np.floor_divide, "PythonMod": np.mod,
+               "Max": lambda *a: functools.reduce(np.maximum, a),
+               "Min": lambda *a: functools.reduce(np.minimum, a)}
 # What a condition's code may call (PythonPrinter prints sympy's Max as ``max(...)``).
 NAMES = {"__builtins__": {}, "math": math, "max": max, "min": min, "abs": abs}
 
@@ -79,7 +86,7 @@ def size_conditions(ep: ExportedProgram, specs: Sequence[Input]) -> list[Conditi
         if len(symbols) < 2 or not set(symbols) <= where.keys():
             continue
         code = PythonPrinter().doprint(guard.expr)
-        failing = _failing(code, [str(s) for s in symbols], [ranges[s] for s in symbols])
+        failing = _failing(guard.expr, code, symbols, [ranges[s] for s in symbols])
         if failing is None:  # too many points to list: is it false at a corner or at opt?
             corners = itertools.product(*[(ranges[s][0], ranges[s][2]) for s in symbols])
             points = [*corners, tuple(ranges[s][1] for s in symbols)]
@@ -92,23 +99,25 @@ def size_conditions(ep: ExportedProgram, specs: Sequence[Input]) -> list[Conditi
     return found
 
 
-def _failing(code: str, names: list[str], ranges: list[tuple[int, int, int]]):
-    """The points of the grid of ``ranges`` ((min, opt, max) per symbol) where ``code`` is
-    false, in lexicographic order; None when the grid has more than MAX_GRID points."""
+def _failing(guard, code: str, symbols: list, ranges: list[tuple[int, int, int]]):
+    """The points of the grid of ``ranges`` ((min, opt, max) per symbol) where ``guard`` (its
+    Python ``code``) is false, in lexicographic order; None when the grid has more than
+    MAX_GRID points, or more than MAX_LOOPED where it cannot be evaluated on numpy arrays."""
     axes = [np.arange(lo, hi + 1) for lo, _, hi in ranges]
-    if math.prod(len(a) for a in axes) > MAX_GRID:
+    size = math.prod(len(a) for a in axes)
+    if size > MAX_GRID:
         return None
     grids = np.meshgrid(*axes, indexing="ij")
-    compiled = compile(code, "<size condition>", "eval")
-    try:  # arithmetic and comparisons broadcast over numpy arrays
-        held = np.broadcast_to(np.asarray(eval(compiled, dict(NAMES),  # noqa: S307
-                                               dict(zip(names, grids))), dtype=bool),
-                               grids[0].shape)
-    except (TypeError, ValueError):  # ``and``, ``max``...: one point at a time
+    try:  # the whole grid at once
+        function = sympy.lambdify(symbols, guard, modules=[NUMPY_NAMES, "numpy"])
+        held = np.broadcast_to(np.asarray(function(*grids), dtype=bool), grids[0].shape)
+    except Exception:  # noqa: BLE001  (a function numpy lacks: one point at a time)
+        if size > MAX_LOOPED:
+            return None
+        compiled = compile(code, "<size condition>", "eval")
         held = np.empty(grids[0].shape, dtype=bool)
         for index in np.ndindex(*held.shape):
-            values = {n: int(g[index]) for n, g in zip(names, grids)}
-            held[index] = holds(compiled, values)
+            held[index] = holds(compiled, {str(s): int(g[index]) for s, g in zip(symbols, grids)})
     return tuple(tuple(int(g[index]) for g in grids) for index in zip(*np.nonzero(~held)))
 
 
