@@ -39,6 +39,13 @@ _RAISES = ("the peer's support check accepts the node (no capability validator r
            "then its converter raises while building the network: on a GPU the compile fails "
            "the same way (the converter code is the same); the message is the peer's own")
 
+_TRUNC_MEAN = (
+    "the peer's scatter_reduce decomposition (lowering/_decompositions.py, "
+    "scatter_reduce_decomposition) divides the sum by the count with torch.div(..., "
+    "rounding_mode='trunc') for every dtype; torch's scatter_reduce mean of a float tensor "
+    "is a true division (eager has fractions), so the network (FLOOR_DIV with SIGN/ABS: "
+    "aten.div.Tensor_mode) truncates each mean")
+
 TRIAGE: list[Rule] = [
     Rule("aten.add.Scalar-s0-*", PEER_BUG,
          "aten_ops_add reads alpha from kwargs only; add.Scalar's schema `add.Scalar(Tensor "
@@ -62,6 +69,9 @@ TRIAGE: list[Rule] = [
          "promotes; eager returns float32); the peer's network makes the bound an INT32 "
          "constant, takes the MAX in INT32 and casts to FLOAT, so a bound of x.5 is off by "
          "0.5 (the same promotion bug as add_scalar_int_float.py)"),
+    *(Rule(cells, PEER_BUG, _TRUNC_MEAN) for cells in (
+        "aten.scatter_reduce.two-mean*-fp*", "aten.scatter_reduce.two-mean*-bf16-*",
+        "opinfo:scatter_reduce.mean-fp*", "opinfo:scatter_reduce.mean-bf16-*")),
     Rule("aten.add.Scalar-int_plus_float-*", PEER_BUG,
          "int tensor + 0.5: torch promotes to float (torch.result_type(int32 tensor, 0.5) is "
          "float32); the peer's network makes the scalar an INT32 constant, adds in INT32 and "
