@@ -51,7 +51,9 @@ TRIAGE: list[Rule] = [
          "aten_ops_add reads alpha from kwargs only; add.Scalar's schema `add.Scalar(Tensor "
          "self, Scalar other, Scalar alpha=1)` makes alpha positional, so the exported node "
          "holds it in args and the network (CONSTANT 2, ELEMENTWISE SUM) computes x + 2 for "
-         "x + 3*2. Repro: conformance/peer_repros/add_scalar_alpha.py"),
+         "x + 3*2. The peer's own GPU tests (tests/py/dynamo/conversion/test_add_aten.py) pass "
+         "alpha only to aten.add.Tensor, where it is keyword-only, so they do not see it. "
+         "Repro: conformance/peer_repros/add_scalar_alpha.py"),
     Rule("*where*-bf16-*", PEER_BUG,
          "promote_trt_tensors_to_same_dtype (converter_utils.py) counts only float16/float32 "
          "as floats, so bf16 branches of where are cast to INT32 before the SELECT (the "
