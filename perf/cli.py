@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from torch_trt_ref.commands import number
+
 from .gate import noise, rules, steps, store, suites
 from .gate.confirm import base_checkout, resolve_commit
 from .gate.dashboard import add_history_subcommand
@@ -105,14 +107,10 @@ def calibrate_command(args, pool_factory=Pool, count_factory=CountPool) -> int:
 
 def check_gate_args(args) -> None:
     """Every argument of ``perf gate`` checked before anything is measured (a bad one fails
-    in a second, not after the screen): counts positive, --ab-each even, --base a commit of
-    this clone (resolved to its hash)."""
-    if args.processes is not None and args.processes < 1:
-        raise ValueError(f"--processes must be a positive number of rounds, got "
-                         f"{args.processes}")
-    if args.max_suspects < 0:
-        raise ValueError(f"--max-suspects must be 0 or more, got {args.max_suspects}")
-    if args.ab_each is not None and (args.ab_each < 1 or args.ab_each % 2):
+    in a second, not after the screen): argparse's number types range-check the counts,
+    then --ab-each must be even (ABBA order) and --base a commit of this clone (resolved to
+    its hash)."""
+    if args.ab_each is not None and args.ab_each % 2:
         raise ValueError(f"--ab-each must be a positive even number of processes per side "
                          f"(ABBA order), got {args.ab_each}")
     if args.base:
@@ -224,7 +222,7 @@ def _print_counts(run, out) -> None:
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--suite", choices=sorted(suites.SUITES), default="quick",
                    help="what to measure (default quick: the CI suite)")
-    p.add_argument("--processes", type=int, default=None,
+    p.add_argument("--processes", type=number(int), default=None,
                    help="rounds of new measuring servers, a fresh process per group in "
                         "each (a compile group gets the suite's compile_children per round; "
                         "default: the suite's rounds)")
@@ -232,9 +230,9 @@ def _common(p: argparse.ArgumentParser) -> None:
                    help="run history directory (default perf-data/history)")
     p.add_argument("--noise", type=Path, default=noise.NOISE_FILE,
                    help="calibration file (default perf-data/noise.json)")
-    p.add_argument("--max-wait", type=float, default=MAX_WAIT,
+    p.add_argument("--max-wait", type=number(float, low_included=True), default=MAX_WAIT,
                    help=f"seconds to wait for a quiet machine (default {MAX_WAIT:.0f})")
-    p.add_argument("--load-limit", type=float, default=None,
+    p.add_argument("--load-limit", type=number(float), default=None,
                    help="1-minute load average above which a run waits, then is marked "
                         f"loaded (default {LOAD_LIMIT_PER_CORE:g} x cores)")
     p.add_argument("--tiers", type=_tiers, default=TIERS,
@@ -265,7 +263,8 @@ def add_subcommands(subparsers) -> None:
     c = sub.add_parser("calibrate", help="record --runs quiet reruns at this commit and "
                                          "write each series' spread to perf-data/noise.json")
     _common(c)
-    c.add_argument("--runs", type=int, default=noise.MIN_CALIBRATION_RUNS,
+    c.add_argument("--runs", type=number(int, low=noise.MIN_CALIBRATION_RUNS, low_included=True),
+                   default=noise.MIN_CALIBRATION_RUNS,
                    help="quiet reruns to record (default and minimum "
                         f"{noise.MIN_CALIBRATION_RUNS})")
     c.add_argument("--from-history", metavar="COMMIT", default=None,
@@ -277,10 +276,11 @@ def add_subcommands(subparsers) -> None:
     _common(g)
     g.add_argument("--base", default=None, help="commit to confirm suspects against "
                                                 "(default: that of the newest history run)")
-    g.add_argument("--max-suspects", type=int, default=rules.MAX_SUSPECTS,
+    g.add_argument("--max-suspects", type=number(int, low_included=True),
+                   default=rules.MAX_SUSPECTS,
                    help="suspects confirmed A/B at most, furthest above their history "
                         f"first (default {rules.MAX_SUSPECTS})")
-    g.add_argument("--ab-each", type=int, default=None,
+    g.add_argument("--ab-each", type=number(int), default=None,
                    help=f"processes per side in a confirmation (default {rules.AB_EACH} for "
                         f"compile groups, {rules.CHEAP_AB_EACH} for micro-benchmarks)")
     g.set_defaults(func=gate_command)

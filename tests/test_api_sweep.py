@@ -339,10 +339,17 @@ CLI = [
     (["zoo", "list", "--bogus"], r"unrecognized arguments: --bogus"),
     (["perf", "nosuch"], r"invalid choice: 'nosuch'"),
     (["perf", "run", "--suite", "nosuch"], r"argument --suite: invalid choice: 'nosuch'"),
-    (["perf", "run", "--processes", "two"], r"argument --processes: invalid int value: 'two'"),
-    (["perf", "run", "--max-wait", "soon"], r"argument --max-wait: invalid float value"),
-    (["perf", "gate", "--max-suspects", "x"], r"argument --max-suspects: invalid int value"),
-    (["perf", "calibrate", "--runs", "x"], r"argument --runs: invalid int value"),
+    (["perf", "run", "--processes", "two"], r"argument --processes: 'two' is not an integer > 0"),
+    (["perf", "run", "--processes", "0"], r"argument --processes: 0 is not an integer > 0"),
+    (["perf", "run", "--max-wait", "soon"], r"argument --max-wait: 'soon' is not a number >= 0"),
+    (["perf", "run", "--max-wait", "-5"], r"argument --max-wait: -5 is not a number >= 0"),
+    (["perf", "run", "--load-limit", "-1"], r"argument --load-limit: -1 is not a number > 0"),
+    (["perf", "gate", "--max-suspects", "x"], r"argument --max-suspects: 'x' is not an integer"),
+    (["perf", "gate", "--max-suspects", "-1"], r"argument --max-suspects: -1 is not an integer "
+                                               r">= 0"),
+    (["perf", "gate", "--ab-each", "0"], r"argument --ab-each: 0 is not an integer > 0"),
+    (["perf", "calibrate", "--runs", "x"], r"argument --runs: 'x' is not an integer >= 5"),
+    (["perf", "calibrate", "--runs", "0"], r"argument --runs: 0 is not an integer >= 5"),
 ]
 
 
@@ -369,8 +376,7 @@ CHECKED = [  # errors of our own checks, before any model is built or run
      r"^error: --html {tmp}/no/r.html: no directory {tmp}/no"),
     (["zoo", "compare", "{tmp}/a.jsonl", "{tmp}/b.jsonl"], r"^error: {tmp}/a.jsonl: no such "
                                                            r"file"),
-    (["perf", "gate", "--processes", "0"], r"^error: --processes must be a positive number"),
-    (["perf", "gate", "--max-suspects", "-1"], r"^error: --max-suspects must be 0 or more"),
+    (["perf", "gate", "--ab-each", "3"], r"^error: --ab-each must be a positive even number"),
 ]
 
 
