@@ -3,7 +3,7 @@ of one attention layer (DESIGN D15), as TensorRT's IKVCacheUpdateLayer defines i
 ``out[b, :, write_index[b] + s, :] = update[b, :, s, :]``, every other entry of ``cache``
 kept. In a graph it is functional (a new tensor); converted, it becomes the KV-cache update
 layer whose output shares the cache input's memory, so the engine writes the caller's
-cache in place (the reference executor does too: runtime/reference/layers/kv_cache_ops.py)."""
+cache in place (the reference executor does too: runtime/reference/layers/attention_ops.py)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,6 @@ from . import (  # noqa: F401
     attention_ops,
     control_flow,
     index_ops,
-    kv_cache_ops,
     math_ops,
     nn_extra_ops,
     nn_ops,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ....kv_cache_op import write_kv
 from ..registry import reference_layer
 from .quantize_ops import narrow, widen
 
@@ -174,26 +175,32 @@ def rotary_embedding(inputs, interleaved, rotary_embedding_dim):
 
 
 @reference_layer("KV_CACHE_UPDATE", "IKVCacheUpdateLayer", attrs=("cache_mode", "update_form"))
-def kv_cache_update(inputs, cache_mode, update_form):
+def kv_cache_update(inputs, cache_mode, update_form=None):
     """LINEAR: ``out[i, :, w[i] + s, :] = update[i, :, s, :]``, the rest of the cache kept;
     a PACKED_NHD update [tokens, N, H] holds sequence i at update_lengths[i]:[i + 1].
     https://docs.nvidia.com/deeplearning/tensorrt/latest/_static/operators/KVCacheUpdate.html"""
     cache, update, write_indices = inputs[:3]
-    if cache_mode != "LINEAR":
+    if cache_mode not in (None, "LINEAR"):
         raise NotImplementedError(f"KV cache mode {cache_mode}")
-    lengths = inputs[3] if len(inputs) > 3 else None
-    # Note [in-place cache]: TensorRT writes into the cache's memory (the output aliases
-    # it); the reference returns a new tensor with the same values.
-    out = cache.clone()
-    for i, (start, rows) in enumerate(zip(write_indices.tolist(),
-                                          _sequences(update, update_form, lengths,
-                                                     cache.shape[0]))):
-        if start < 0 or start + rows.shape[2] > cache.shape[2]:
-            raise IndexError(f"KV cache update of sequence {i}: positions {start}.."
-                             f"{start + rows.shape[2] - 1} outside the cache's "
-                             f"{cache.shape[2]}")
-        out[i, :, start:start + rows.shape[2]] = rows[0]
-    return (out,)
+    # Note [in-place cache]: the output "shares the same device memory address with the
+    # cache input": TensorRT writes the caller's cache, and so does the reference (the
+    # static-KV-cache decoder of torch_trt_ref.llm relies on it: no cache-sized copy).
+    if update_form != "PACKED_NHD":
+        _check_cache_writes(write_indices.long(), update.shape[2], cache.shape[2])
+        return (write_kv(cache, update, write_indices),)
+    lengths = inputs[3]
+    for i, (start, rows) in enumerate(zip(write_indices.tolist(), _sequences(
+            update, update_form, lengths, cache.shape[0]))):
+        _check_cache_writes(torch.tensor([start]), rows.shape[2], cache.shape[2], i)
+        cache[i, :, start:start + rows.shape[2]] = rows[0].to(cache.dtype)
+    return (cache,)
+
+
+def _check_cache_writes(starts, rows: int, size: int, sequence: int | None = None) -> None:
+    if bool((starts < 0).any()) or int((starts + rows).max()) > size:
+        which = "" if sequence is None else f" of sequence {sequence}"
+        raise IndexError(f"KV cache update{which}: {rows} rows written from positions "
+                         f"{starts.tolist()} fall outside the cache's {size}")
 
 
 @reference_layer("RAGGED_SOFTMAX", "IRaggedSoftMaxLayer")
