@@ -83,16 +83,24 @@ def save(compiled: GraphModule, path: str | os.PathLike, plans: bool = True) -> 
     return path
 
 
+def _file_path(path: Any, verb: str, naming: str, instead) -> Path:
+    """``save``'s or ``load``'s ``path`` as a Path: not a path is a TypeError, a folder an
+    IsADirectoryError naming the path the user gave and what to give ``instead``."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"torch_trt_ref.{verb}: path must be a str or os.PathLike naming "
+                        f"{naming}, got {type(path).__name__}")
+    path = Path(path)
+    if path.is_dir():
+        raise IsADirectoryError(f"torch_trt_ref.{verb}: {str(path)!r} is a folder; give "
+                                f"{instead(path)}")
+    return path
+
+
 def _save_path(path: Any) -> Path:
     """``save``'s ``path``, checked before anything is written: a file in an existing folder
     (a folder, or a missing one, is an error naming the path the user gave)."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"torch_trt_ref.save: path must be a str or os.PathLike naming the "
-                        f"file to write, got {type(path).__name__}")
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"torch_trt_ref.save: {str(path)!r} is a folder; give the path "
-                                f"of the file to write in it, e.g. {str(path / 'model.ttrt')!r}")
+    path = _file_path(path, "save", "the file to write", lambda p: (
+        f"the path of the file to write in it, e.g. {str(p / 'model.ttrt')!r}"))
     if not path.parent.exists():
         raise FileNotFoundError(f"torch_trt_ref.save: {str(path)!r}: the folder "
                                 f"{str(path.parent)!r} does not exist; create it first")
@@ -210,13 +218,8 @@ def load(path: str | os.PathLike) -> GraphModule:
     engine, is a ``SerializationError`` saying what is wrong. Plans built by another
     TensorRT cannot be deserialized: their engines run on the reference executor from
     their network snapshots (with a warning), or the load fails if it cannot run them."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"torch_trt_ref.load: path must be a str or os.PathLike naming a file "
-                        f"torch_trt_ref.save wrote, got {type(path).__name__}")
-    path = Path(path)
-    if path.is_dir():
-        raise IsADirectoryError(f"torch_trt_ref.load: {str(path)!r} is a folder; give the "
-                                "program file torch_trt_ref.save wrote")
+    path = _file_path(path, "load", "a file torch_trt_ref.save wrote",
+                      lambda p: "the program file torch_trt_ref.save wrote")
     if not path.is_file():
         raise FileNotFoundError(f"torch_trt_ref.load: {path} does not exist or is not a file")
     with _Reader(path) as reader:
