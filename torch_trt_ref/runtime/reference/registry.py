@@ -29,11 +29,17 @@ def reference_layer(layer_type: str, interface: str,
                     attrs: tuple[str | tuple[str, str], ...] = (),
                     weights: tuple[str, ...] = ()):
     """Register the reference function of one TensorRT layer type. ``interface`` is the
-    name of the trt class whose properties ``attrs``/``weights`` are read from."""
+    name of the trt class whose properties ``attrs``/``weights`` are read from. A second
+    function for one layer type is an error (one silently replaced the KV-cache update
+    layer, dropping its packed form)."""
 
     def wrap(fn):
         cls = getattr(trt, interface, None)
         if cls is not None and hasattr(trt.LayerType, layer_type):
+            if layer_type in REFERENCE_LAYERS:
+                raise ValueError(f"reference layer {layer_type} is registered twice: "
+                                 f"{REFERENCE_LAYERS[layer_type].run.__module__} and "
+                                 f"{fn.__module__}")
             REFERENCE_LAYERS[layer_type] = LayerKind(layer_type, cls, attrs, weights, fn)
         return fn
 
