@@ -32,7 +32,7 @@ from .opaque import HAS_OPAQUE_HANDLES, CustomClassBase, register_handle_class
 # OutputRule: programs saved before the rules moved to output_rules.py name it here
 from .output_rules import OutputRule  # noqa: F401
 from .reference.replay import ReferenceRunner, snapshot_device
-from .reference.streaming import streamable_bytes
+from .reference.weight_placement import streamable_bytes
 from .trt_executor import TensorRTExecutor, tensorrt_unavailable_reason
 
 log = logging.getLogger(__name__)

@@ -1,7 +1,7 @@
 """``weight_streaming(module)``: the budget of engine weights a compiled module keeps on
 its device, the rest streamed per layer by the reference executor (the peer's
 ``torch_tensorrt.runtime.weight_streaming``; Note [Which weights stream] in
-reference/streaming.py)."""
+reference/weight_placement.py)."""
 
 from __future__ import annotations
 

@@ -37,7 +37,7 @@ from .compiled_replay import CompiledReplay
 from .executor import _check, layer_kind, run_snapshot
 from .layers.math_ops import matrix_multiply
 from .plan import Region, plan
-from .streaming import StreamPlan, place
+from .weight_placement import StreamPlan, place
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class _Prepared:
         """Run the calls; ``check``: compare each output with TensorRT's inferred shape and
         dtype; ``timed``: called with each call's layer and its wall seconds (on CUDA the
         device is synchronized around each call); ``streamed``: maps call index and
-        attributes to the attributes it runs with (weight streaming: streaming.py)."""
+        attributes to the attributes it runs with (weight streaming: weight_placement.py)."""
         values: list = [None] * self.size
         for index, value in zip(self.inputs, inputs):
             values[index] = value
@@ -226,7 +226,7 @@ class ReferenceRunner:
         self.checked: set[tuple] = set()
         self.graphs = EngineGraphs(self._eager, name, settings=graph_settings)
         self.compiled: CompiledReplay | None = None  # made on the first "inductor" call
-        self.streaming: StreamPlan | None = None  # weight streaming (streaming.py)
+        self.streaming: StreamPlan | None = None  # weight streaming (weight_placement.py)
 
     def set_weight_budget(self, budget: int | None) -> None:
         """Keep at most ``budget`` bytes of this engine's weights on its device and stream

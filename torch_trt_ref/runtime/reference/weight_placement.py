@@ -1,5 +1,6 @@
-"""Weight streaming on the reference executor (the peer's ``enable_weight_streaming``):
-at most ``budget`` bytes of an engine's weights stay on its device, the rest live in host
+"""Where an engine's weights live under weight streaming (the peer's
+``enable_weight_streaming``; the user's context is ``runtime/streaming.py``): at most
+``budget`` bytes of an engine's weights stay on its device, the rest live in host
 memory and are copied to the device for the one call that reads them.
 
 Note [Which weights stream]: the replayed calls are taken in execution order and each
