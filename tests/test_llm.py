@@ -183,3 +183,60 @@ def test_cli_llm_run(capsys):
     out = capsys.readouterr().out
     assert "time to first token" in out and "tokens/s" in out and "peak memory" in out
     assert "7 ids" in out
+
+
+_LOADED_RUN = """
+import json, sys
+sys.modules["tensorrt"] = sys.modules["tensorrt_rtx"] = None  # loading needs no TensorRT
+import torch, torch_trt_ref, torch_trt_ref.llm as llm
+compiled = torch_trt_ref.load(sys.argv[1])
+ids = torch.tensor(json.loads(sys.argv[2]))
+cache = compiled.new_cache()
+pointers = [t.data_ptr() for t in cache]
+compiled.step(ids, 0, cache)
+written = [bool(t[:, :, :ids.shape[1]].abs().sum()) and not t[:, :, ids.shape[1]:].any()
+           for t in cache]
+out = llm.generate(compiled, ids, max_new_tokens=int(sys.argv[3]), eos_token_id=None)
+print(json.dumps({"tokens": out.tolist(), "written": written, "executor": compiled.executor,
+                  "same_buffers": [t.data_ptr() for t in cache] == pointers,
+                  "eos": compiled.config.eos_token_id, "config": type(compiled.config).__name__}))
+"""
+
+
+@pytest.mark.parametrize("plans", [False, True])
+def test_save_and_load_in_a_fresh_process(tmp_path, plans):
+    """``torch_trt_ref.save`` / ``load`` of a compiled decoder: the loaded one, in a fresh
+    process with TensorRT blocked (``plans=False``; with plans it still loads there and runs
+    on the reference executor), generates the tokens the saved one did, writing the
+    caller's cache buffers in place."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    model, compiled = _compiled("llama")
+    ids = torch.randint(3, 97, (1, PROMPT), generator=torch.Generator().manual_seed(3))
+    before = llm.generate(compiled, ids, max_new_tokens=NEW, eos_token_id=None)
+    path = torch_trt_ref.save(compiled, tmp_path / "llama.ttrt", plans=plans)
+    run = subprocess.run([sys.executable, "-c", _LOADED_RUN, str(path),
+                          json.dumps(ids.tolist()), str(NEW)], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[1])},
+                         timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["tokens"] == before.tolist()
+    assert got["written"] == [True] * 4 and got["same_buffers"]
+    assert got["executor"] == "reference"
+    assert (got["config"], got["eos"]) == ("LlamaConfig", model.config.eos_token_id)
+
+
+def test_load_rejects_a_damaged_decoder_file(tmp_path):
+    import zipfile
+
+    _, compiled = _compiled("gpt2")
+    path = torch_trt_ref.save(compiled, tmp_path / "gpt2.ttrt", plans=False)
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(tmp_path / "bad.ttrt", "w") as dst:
+        dst.writestr("llm_decoder.json", src.read("llm_decoder.json"))
+    with pytest.raises(torch_trt_ref.SerializationError, match="program.trtref"):
+        torch_trt_ref.load(tmp_path / "bad.ttrt")
