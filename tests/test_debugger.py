@@ -161,3 +161,110 @@ def test_segment_passes_are_captured_once_per_engine(tmp_path):
                               torch_executed_ops={"aten.gelu"})
     files = sorted(p.name for p in (tmp_path / "compile_1" / "lowering").iterdir())
     assert files == ["1_split_tied_embeddings_after.py", "2_split_tied_embeddings_after.py"]
+
+
+def _code(path):
+    return path.read_text().split("\n", 1)[1]  # past the header line naming pass and run
+
+
+def test_one_pass_s_after_is_the_next_pass_s_before(tmp_path):
+    from torch_trt_ref.lowering.pipeline import PASSES
+
+    names = [p.__name__ for p in PASSES]
+    first, second = names[1], names[2]  # consecutive in the pipeline
+    model, x = _model(), torch.randn(2, 8)
+    with Debugger(capture_fx_graph_after=[first], capture_fx_graph_before=[second],
+                  logging_dir=tmp_path):
+        torch_trt_ref.compile(model, [x], min_block_size=1)
+    lowering = tmp_path / "compile_1" / "lowering"
+    assert _code(lowering / f"1_{first}_after.py") == _code(lowering / f"1_{second}_before.py")
+
+
+def test_dynamic_batch_tables_hold_tensorrt_s_runtime_dims(tmp_path):
+    from torch_trt_ref import Input
+
+    model = _model()
+    with Debugger(save_layer_info=True, logging_dir=tmp_path) as dbg:
+        compiled = torch_trt_ref.compile(
+            model, [Input(min_shape=(1, 8), opt_shape=(4, 8), max_shape=(6, 8))],
+            min_block_size=1)
+        outs = {b: compiled(torch.randn(b, 8, generator=torch.Generator().manual_seed(b)))
+                for b in (1, 6)}
+    (table,) = (tmp_path / "compile_1" / "engines").glob("*.layers.json")
+    rows = json.loads(table.read_text())
+    assert rows[-1]["outputs"][-1]["shape"] == [-1, 4]  # -1: TensorRT's runtime dim
+    ((_, layers),) = dbg.layer_times.items()
+    assert {e["calls"] for e in layers.values()} == {2}
+    for b, out in outs.items():
+        x = torch.randn(b, 8, generator=torch.Generator().manual_seed(b))
+        with torch.no_grad():
+            verdict = judge(out, model(x), copy.deepcopy(model).double()(x.double()))
+        assert verdict.passed, (b, verdict.message)
+
+
+def test_one_table_per_engine_with_the_engine_s_layer_count(tmp_path):
+    model, x = _model(), torch.randn(2, 8)
+    with Debugger(save_layer_info=True, logging_dir=tmp_path) as dbg:
+        compiled = torch_trt_ref.compile(model, [x], min_block_size=1,
+                                         torch_executed_ops={"aten.gelu"})
+        compiled(x)
+    records = {r.name: r.layers for r in compiled.compile_report.engines}
+    assert len(records) == 2
+    for name, layers in records.items():
+        rows = json.loads((tmp_path / "compile_1/engines" / f"{name}.layers.json").read_text())
+        assert len(rows) == layers
+    assert set(dbg.layer_times) == set(records)
+
+
+def test_a_pass_in_the_pipeline_and_per_segment_is_counted_per_run(tmp_path):
+    from torch_trt_ref.lowering.pipeline import PASSES, SEGMENT_PASSES
+
+    assert "fold_constants" in {p.__name__ for p in PASSES} & {p.__name__ for p in
+                                                                SEGMENT_PASSES}
+    model, x = _model(), torch.randn(2, 8)
+    with Debugger(capture_fx_graph_after=["fold_constants"], logging_dir=tmp_path):
+        compiled = torch_trt_ref.compile(model, [x], min_block_size=1,
+                                         torch_executed_ops={"aten.gelu"})
+    engines = len(compiled.compile_report.engines)
+    files = sorted(p.name for p in (tmp_path / "compile_1" / "lowering").iterdir())
+    assert files == [f"{k}_fold_constants_after.py" for k in range(1, 2 + engines)]
+
+
+def test_bf16_tables_name_the_dtype_the_result_has(tmp_path):
+    model, x = _model(), torch.randn(3, 8)
+    with Debugger(save_layer_info=True, logging_dir=tmp_path):
+        compiled = torch_trt_ref.compile(model, [x], precision="bf16", min_block_size=1)
+    (table,) = (tmp_path / "compile_1" / "engines").glob("*.layers.json")
+    dtypes = {o["dtype"] for r in json.loads(table.read_text()) for o in r["outputs"]}
+    assert "torch.bfloat16" in dtypes
+    with torch.no_grad():
+        out = compiled(x)
+        verdict = judge(out, copy.deepcopy(model).bfloat16()(x.bfloat16()).to(out.dtype),
+                        copy.deepcopy(model).double()(x.double()))
+    assert verdict.passed, verdict.message
+
+
+def test_a_loaded_program_is_timed_as_the_compiled_one_and_gives_its_results(tmp_path):
+    model, x = _model(), torch.randn(2, 8)
+    compiled = torch_trt_ref.compile(model, [x], min_block_size=1)
+    loaded = torch_trt_ref.load(torch_trt_ref.save(compiled, tmp_path / "m.trtref"))
+    timed = []
+    for module in (compiled, loaded):
+        with Debugger(logging_dir=tmp_path / "dbg", time_layers=True) as dbg:
+            timed.append((module(x), dbg.layer_times))
+    (out_c, times_c), (out_l, times_l) = timed
+    assert torch.equal(out_l, out_c)
+    (layers_c,), (layers_l,) = times_c.values(), times_l.values()
+    assert set(layers_l) == set(layers_c) and len(layers_l) >= 3
+    assert {e["kind"] for e in layers_l.values()} == {e["kind"] for e in layers_c.values()}
+
+
+def test_a_second_debugger_starts_its_own_count_and_folder(tmp_path):
+    model, x = _model(), torch.randn(2, 8)
+    with Debugger(capture_fx_graph_after=["remove_noops"], logging_dir=tmp_path / "a"):
+        torch_trt_ref.compile(model, [x], min_block_size=1)
+    before = sorted(str(p) for p in (tmp_path / "a").rglob("*"))
+    with Debugger(capture_fx_graph_after=["remove_noops"], logging_dir=tmp_path / "b") as dbg:
+        torch_trt_ref.compile(model, [x], min_block_size=1)
+    assert dbg.compiles == 1 and (tmp_path / "b/compile_1/lowering").is_dir()
+    assert sorted(str(p) for p in (tmp_path / "a").rglob("*")) == before
