@@ -240,3 +240,33 @@ def test_load_rejects_a_damaged_decoder_file(tmp_path):
         dst.writestr("llm_decoder.json", src.read("llm_decoder.json"))
     with pytest.raises(torch_trt_ref.SerializationError, match="program.trtref"):
         torch_trt_ref.load(tmp_path / "bad.ttrt")
+
+
+def test_decode_graph_binds_the_callers_cache():
+    """``DecodeGraph`` (Note [Decode graph]) with a stand-in capture (the step itself, run
+    at each replay): its decode steps read the token and position from its own buffers,
+    write the caller's cache, and give generate's tokens. On a CPU cache it refuses."""
+    from torch_trt_ref.llm.graphs import DecodeGraph
+
+    _, compiled = _compiled("llama")
+    ids = torch.randint(3, 97, (1, PROMPT), generator=torch.Generator().manual_seed(4))
+    want = llm.generate(compiled, ids, max_new_tokens=NEW, eos_token_id=None)
+    cache = compiled.new_cache()
+    pointers = [t.data_ptr() for t in cache]
+    captured = []
+    graph = DecodeGraph(compiled, cache, capture=lambda fn: captured.append(fn) or fn)
+    tokens = [compiled.step(ids, 0, cache).argmax(-1, keepdim=True)]
+    for i in range(NEW - 1):
+        tokens.append(graph(tokens[-1], PROMPT + i).argmax(-1, keepdim=True))
+    assert torch.cat([ids, *tokens], 1).tolist() == want.tolist()
+    assert len(captured) == 1 and graph.calls == NEW - 1
+    assert [t.data_ptr() for t in cache] == pointers
+    assert all(t[:, :, PROMPT + NEW - 2].abs().sum() > 0 and not t[:, :, -1].any()
+               for t in cache)
+    with pytest.raises(ValueError, match="max_seq_len=20"):
+        graph(tokens[-1], PROMPT + NEW)
+    again = llm.generate(compiled, ids, max_new_tokens=NEW, eos_token_id=None,
+                         cuda_graph=graph)  # its cache again, already written: same tokens
+    assert again.tolist() == want.tolist() and len(captured) == 1
+    with pytest.raises(ValueError, match="needs the cache on a CUDA device"):
+        llm.generate(compiled, ids, max_new_tokens=2, cuda_graph=True)

@@ -4,5 +4,6 @@ prefill optimization profiles; ``generate`` tokens with it (docs/llm.md)."""
 
 from .compiled import CacheReport, CompiledDecoder, compile  # noqa: F401
 from .generate import generate  # noqa: F401
+from .graphs import DecodeGraph  # noqa: F401
 
-__all__ = ["compile", "generate", "CompiledDecoder", "CacheReport"]
+__all__ = ["compile", "generate", "CompiledDecoder", "CacheReport", "DecodeGraph"]

@@ -64,11 +64,14 @@ class CompiledDecoder(torch.nn.Module):
         """Zeroed K/V buffers of the compiled shapes, owned by the caller."""
         return [torch.zeros(s, dtype=self.dtype, device=device) for s in self.shapes]
 
+    def check_positions(self, position: int, tokens: int) -> None:
+        if position + tokens > self.max_seq_len:
+            raise ValueError(f"positions {position}..{position + tokens - 1} do "
+                             f"not fit the static cache of max_seq_len={self.max_seq_len}")
+
     def step(self, input_ids: torch.Tensor, position: int, cache: list[torch.Tensor]
              ) -> torch.Tensor:
-        if position + input_ids.shape[1] > self.max_seq_len:
-            raise ValueError(f"positions {position}..{position + input_ids.shape[1] - 1} do "
-                             f"not fit the static cache of max_seq_len={self.max_seq_len}")
+        self.check_positions(position, input_ids.shape[1])
         where = torch.tensor([position], dtype=torch.long, device=input_ids.device)
         out = self.module(input_ids, where, *cache)
         return out[0]

@@ -1,7 +1,8 @@
 """``generate(compiled, input_ids, max_new_tokens=...)``: prompt + new tokens, as transformers'
 ``generate`` returns them: one prefill step over the prompt, then one decode step per token
 (greedy, or sampling from the softmax with a seeded ``generator``); it stops after an
-end-of-sequence token as transformers does for one sequence."""
+end-of-sequence token as transformers does for one sequence. ``cuda_graph=True`` replays
+the decode steps from one CUDA graph bound to the cache (llm/graphs.py)."""
 
 from __future__ import annotations
 
@@ -10,15 +11,20 @@ from typing import Callable
 import torch
 
 from .compiled import CompiledDecoder
+from .graphs import DecodeGraph
 
 
 def generate(compiled: CompiledDecoder, input_ids: torch.Tensor, max_new_tokens: int = 20,
              do_sample: bool = False, generator: torch.Generator | None = None,
              temperature: float = 1.0, eos_token_id: int | None = -1,
-             on_token: Callable[[int], None] | None = None) -> torch.Tensor:
+             on_token: Callable[[int], None] | None = None,
+             cuda_graph: bool | DecodeGraph = False) -> torch.Tensor:
     """``input_ids`` [1, prompt] -> [1, prompt + new] (int64). ``eos_token_id`` -1 means the
     model's ``generation_config``/config value; None never stops early. ``on_token(i)`` is
-    called after each new token (a progress bar)."""
+    called after each new token (a progress bar). ``cuda_graph``: decode steps replay one
+    CUDA graph (Note [Decode graph]; ``input_ids`` on the decoder's CUDA device), captured
+    at this call (True), or the one of a ``DecodeGraph`` made before (its cache is used, so
+    calls that pass the same one capture once)."""
     if input_ids.dim() != 2 or input_ids.shape[0] != 1:
         raise ValueError(f"input_ids must be [1, prompt_len] (one sequence), got "
                          f"{tuple(input_ids.shape)}")
@@ -31,7 +37,12 @@ def generate(compiled: CompiledDecoder, input_ids: torch.Tensor, max_new_tokens:
         eos_token_id = getattr(compiled.config, "eos_token_id", None)
     stops = set(eos_token_id if isinstance(eos_token_id, (list, tuple)) else
                 [] if eos_token_id is None else [eos_token_id])
-    cache = compiled.new_cache(input_ids.device)
+    if isinstance(cuda_graph, DecodeGraph):
+        decode, cache = cuda_graph, cuda_graph.cache  # earlier writes past the prompt are
+    else:                                             # masked out until rewritten
+        cache = compiled.new_cache(input_ids.device)
+        decode = DecodeGraph(compiled, cache) if cuda_graph else (
+            lambda token, position: compiled.step(token, position, cache))
     tokens = [input_ids]
     logits = compiled.step(input_ids, 0, cache)
     for i in range(max_new_tokens):
@@ -44,7 +55,7 @@ def generate(compiled: CompiledDecoder, input_ids: torch.Tensor, max_new_tokens:
         tokens.append(token.to(input_ids.dtype))
         if on_token is not None:
             on_token(i)
-        if int(token) in stops or i == max_new_tokens - 1:
+        if i == max_new_tokens - 1 or (stops and int(token) in stops):  # int(): a sync
             break
-        logits = compiled.step(tokens[-1], prompt + i, cache)
+        logits = decode(tokens[-1], prompt + i)
     return torch.cat(tokens, dim=1)

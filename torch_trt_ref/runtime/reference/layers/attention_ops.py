@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from ....kv_cache_op import write_kv
 from ..registry import reference_layer
+from .common import capturing
 from .quantize_ops import narrow, widen
 
 # Note [IAttention in the layer list]: INetworkDefinition.add_attention_v2 returns an
@@ -186,7 +187,8 @@ def kv_cache_update(inputs, cache_mode, update_form=None):
     # cache input": TensorRT writes the caller's cache, and so does the reference (the
     # static-KV-cache decoder of torch_trt_ref.llm relies on it: no cache-sized copy).
     if update_form != "PACKED_NHD":
-        _check_cache_writes(write_indices.long(), update.shape[2], cache.shape[2])
+        if not capturing():  # the bounds check reads the indices on the host
+            _check_cache_writes(write_indices.long(), update.shape[2], cache.shape[2])
         return (write_kv(cache, update, write_indices),)
     lengths = inputs[3]
     for i, (start, rows) in enumerate(zip(write_indices.tolist(), _sequences(
