@@ -270,3 +270,28 @@ def test_decode_graph_binds_the_callers_cache():
     assert again.tolist() == want.tolist() and len(captured) == 1
     with pytest.raises(ValueError, match="needs the cache on a CUDA device"):
         llm.generate(compiled, ids, max_new_tokens=2, cuda_graph=True)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "gemma3"])
+def test_batch_of_two_equals_transformers(name):
+    """``batch_size=2``, prompts of equal length: greedy tokens equal transformers'
+    static-cache ``generate`` of the same batch; with an end token one sequence meets
+    early, the finished sequence gets pad tokens as transformers gives it."""
+    model = _model(name)
+    compiled = llm.compile(model, max_seq_len=PROMPT + NEW, max_prompt_len=PROMPT,
+                           batch_size=2, executor="reference")
+    assert compiled.compile_report.kv_cache.shape[0] == 2
+    ids = torch.randint(3, 97, (2, PROMPT), generator=torch.Generator().manual_seed(5))
+    ours = llm.generate(compiled, ids, max_new_tokens=NEW, eos_token_id=None)
+    with torch.no_grad():
+        theirs = model.generate(ids, max_new_tokens=NEW, do_sample=False, eos_token_id=None,
+                                cache_implementation="static", pad_token_id=0)
+    assert ours.tolist() == theirs.tolist()
+    eos = int(ours[0, PROMPT + 2])  # sequence 0 ends at its third new token
+    ours = llm.generate(compiled, ids, max_new_tokens=NEW, eos_token_id=eos, pad_token_id=1)
+    with torch.no_grad():
+        theirs = model.generate(ids, max_new_tokens=NEW, do_sample=False, eos_token_id=eos,
+                                cache_implementation="static", pad_token_id=1)
+    assert ours.tolist() == theirs.tolist() and ours[0, PROMPT + 3:].eq(1).all()
+    with pytest.raises(ValueError, match=r"must be \[2, prompt_len\]"):
+        llm.generate(compiled, ids[:1], max_new_tokens=2)

@@ -37,9 +37,9 @@ class CacheReport:
 
 
 class CompiledDecoder(torch.nn.Module):
-    """A compiled decoder step: ``step(input_ids, position, cache)`` returns the logits of
-    the last token and writes the tokens' K/V into ``cache`` (a list of buffers from
-    ``new_cache``) in place."""
+    """A compiled decoder step: ``step(input_ids [batch, T], position, cache)`` returns the
+    logits of the last token of each sequence and writes the tokens' K/V into ``cache`` (a
+    list of buffers from ``new_cache``) in place."""
 
     def __init__(self, module: torch.nn.Module, shapes: list[tuple[int, ...]],
                  dtype: torch.dtype, max_seq_len: int, max_prompt_len: int, config):
@@ -50,6 +50,7 @@ class CompiledDecoder(torch.nn.Module):
         # (the runtime's in-place check would raise). Off until replays bind the cache.
         set_cuda_graphs(module, False)
         self.max_seq_len, self.max_prompt_len, self.config = max_seq_len, max_prompt_len, config
+        self.batch_size = shapes[0][0]
         self.compile_report = module.compile_report
         self.executor = ",".join(sorted({m.executor for m in module.modules()
                                          if isinstance(m, EngineModule)}))
@@ -80,26 +81,31 @@ class CompiledDecoder(torch.nn.Module):
 
 
 def compile(model: torch.nn.Module, max_seq_len: int, precision: str = "fp32",
-            max_prompt_len: int | None = None, **settings) -> CompiledDecoder:
+            max_prompt_len: int | None = None, batch_size: int = 1,
+            **settings) -> CompiledDecoder:
     """Compile ``model`` (a transformers ``*ForCausalLM``) for greedy or sampled decoding
     with a static KV cache of ``max_seq_len`` positions: one engine, two optimization
     profiles (decode: 1 token; prefill: 1 .. ``max_prompt_len`` tokens, default
-    ``max_seq_len``). ``settings`` go to ``torch_trt_ref.compile`` (executor, quantized
-    models, ...); the whole step must convert (``require_full_compilation``), since the
-    cache is written in place only inside an engine."""
+    ``max_seq_len``), for ``batch_size`` sequences of equal length. ``settings`` go to
+    ``torch_trt_ref.compile`` (executor, quantized models, ...); the whole step must convert
+    (``require_full_compilation``), since the cache is written in place only inside an
+    engine."""
     if precision not in DTYPES:
         raise ValueError(f"precision must be one of {sorted(DTYPES)}, got {precision!r}")
     if max_seq_len < 2:
         raise ValueError(f"max_seq_len must be >= 2, got {max_seq_len}")
+    if not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
     max_prompt_len = max_prompt_len or max_seq_len
     model = model.eval()
     dtype = DTYPES[precision]
     if dtype != torch.float32:  # traced in the precision of its cache (q, k, v agree)
         model = copy.deepcopy(model).to(dtype)
-    shapes = [(s[0], s[1], max_seq_len, s[3]) for s in cache_shapes(model)]
-    ids = Input(profiles=[{"min": (1, 1), "opt": (1, 1), "max": (1, 1)},
-                          {"min": (1, 1), "opt": (1, max(1, max_prompt_len // 2)),
-                           "max": (1, max_prompt_len)}], dtype=torch.long, high=8)
+    b = batch_size
+    shapes = [(b, s[1], max_seq_len, s[3]) for s in cache_shapes(model)]
+    ids = Input(profiles=[{"min": (b, 1), "opt": (b, 1), "max": (b, 1)},
+                          {"min": (b, 1), "opt": (b, max(1, max_prompt_len // 2)),
+                           "max": (b, max_prompt_len)}], dtype=torch.long, high=8)
     inputs = [ids, Input(shape=(1,), dtype=torch.long)]
     inputs += [Input(shape=s, dtype=dtype) for s in shapes]
     settings = {"precision": precision, "require_full_compilation": True,

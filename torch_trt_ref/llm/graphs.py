@@ -52,7 +52,7 @@ class DecodeGraph:
                              f"compiled.to('cuda'))")
         self.compiled, self.cache = compiled, cache
         self.capture = capture or cuda_capture
-        self.ids = torch.zeros(1, 1, dtype=torch.long, device=device)
+        self.ids = torch.zeros(compiled.batch_size, 1, dtype=torch.long, device=device)
         self.position = torch.zeros(1, dtype=torch.long, device=device)
         self.replay: Callable[[], torch.Tensor] | None = None
         self.calls = 0
@@ -61,9 +61,9 @@ class DecodeGraph:
         return self.compiled.module(self.ids, self.position, *self.cache)[0]
 
     def __call__(self, token: torch.Tensor, position: int) -> torch.Tensor:
-        """The logits after ``token`` [1, 1] at ``position`` (the graph's buffer)."""
+        """The logits after ``token`` [batch, 1] at ``position`` (the graph's buffer)."""
         self.compiled.check_positions(position, 1)
-        self.ids.copy_(token.reshape(1, 1))
+        self.ids.copy_(token.reshape(self.ids.shape))
         self.position.fill_(position)
         if self.replay is None:
             self.replay = self.capture(self._step)

@@ -1,10 +1,10 @@
 """The step function of a transformers decoder over a static KV cache (DESIGN D15):
-``DecoderStep(model)(input_ids [1, T], position [1], k0, v0, k1, v1, ...)`` runs T tokens at
-positions ``position .. position + T - 1`` and returns the last token's logits and the
-updated caches. Every layer's K/V are written with ``torch_trt_ref::kv_cache_update``, which
-the compiled engine performs in place on the caller's buffers; the attention masks (causal,
-and the sliding window of sliding layers) are built from the positions, so one graph serves
-prefill (T tokens) and decode (1 token)."""
+``DecoderStep(model)(input_ids [B, T], position [1], k0, v0, k1, v1, ...)`` runs T tokens of
+each of B sequences at positions ``position .. position + T - 1`` and returns the last
+tokens' logits and the updated caches. Every layer's K/V are written with
+``torch_trt_ref::kv_cache_update``, which the compiled engine performs in place on the
+caller's buffers; the attention masks (causal, and the sliding window of sliding layers) are
+built from the positions, so one graph serves prefill (T tokens) and decode (1 token)."""
 
 from __future__ import annotations
 
@@ -84,11 +84,12 @@ class DecoderStep(torch.nn.Module):
         self.config = model.config.get_text_config(decoder=True)
 
     def run(self, input_ids: torch.Tensor, position: torch.Tensor, *caches: torch.Tensor):
-        length = caches[0].shape[2]
+        length, batch = caches[0].shape[2], input_ids.shape[0]
         positions = position + torch.arange(input_ids.shape[1], device=input_ids.device)
-        cache = Cache(layers=[_StepLayer(caches[i], caches[i + 1], position)
+        starts = position.expand(batch)  # equal lengths: one write position for all
+        cache = Cache(layers=[_StepLayer(caches[i], caches[i + 1], starts)
                               for i in range(0, len(caches), 2)])
-        out = self.model(input_ids=input_ids, position_ids=positions[None],
+        out = self.model(input_ids=input_ids, position_ids=positions[None].expand(batch, -1),
                          attention_mask=attention_masks(self.config, positions, length),
                          cache=cache, use_cache=True, logits_to_keep=1)
         updated = [t for layer in cache.layers for t in (layer.keys, layer.values)]
