@@ -1,11 +1,15 @@
-"""``conversion.plugin("ns::op")`` (docs/converters.md "Custom ops and plugins"): with
-TensorRT for RTX 1.7.1 no plugin layer can be added from this process (Note [Plugin layers
-in TensorRT for RTX]), so it checks the op and raises ``PluginUnavailable``; the op runs in
-a PyTorch segment, judged by the float64 rule. The evidence is held here, so a TensorRT
-release that lifts it fails these tests; the intended behaviour is a strict xfail."""
+"""``conversion.plugin("ns::op")`` (docs/converters.md "Custom ops and plugins"). TensorRT
+for RTX 1.7.1 adds a plugin layer only through its ONNX parser, which aborts a process that
+cannot open ``libtensorrt_rtx.so`` (Note [Plugin layers in TensorRT for RTX]); the evidence
+is held here. Where the library opens (a fresh process with a link on LD_LIBRARY_PATH:
+tests/plugin_script.py) the op becomes a plugin layer in the engine, judged by the float64
+rule with the op's own kernel as its reference, and a saved program loads in a process that
+never imported the op. Elsewhere ``plugin`` raises ``PluginUnavailable`` and the op runs in
+a PyTorch segment, judged by the same rule."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -22,6 +26,10 @@ from torch_trt_ref.conversion.plugin import custom_op_overload, library_on_searc
 
 rtx_only = pytest.mark.skipif(not IS_RTX, reason="the evidence is about tensorrt_rtx 1.7.1")
 _PROBE = Path(__file__).with_name("plugin_probe.py")
+_SCRIPT = Path(__file__).with_name("plugin_script.py")
+no_library_here = pytest.mark.skipif(
+    library_on_search_path() is not None,
+    reason="this process can open libtensorrt_rtx.so, so plugin() registers instead")
 
 
 @torch.library.custom_op("ttr_plugin_test::topk_gather", mutates_args=())
@@ -45,6 +53,7 @@ class _Model(torch.nn.Module):
         return torch.relu(topk_gather(torch.sin(x), 3)) * 2.0
 
 
+@no_library_here
 def test_the_error_names_the_op_and_why():
     with pytest.raises(PluginUnavailable, match="ttr_plugin_test.topk_gather.default") as err:
         plugin("ttr_plugin_test::topk_gather")
@@ -53,12 +62,13 @@ def test_the_error_names_the_op_and_why():
 
 
 @rtx_only
+@no_library_here
 def test_the_error_names_the_missing_api_and_library():
     with pytest.raises(PluginUnavailable) as err:
         plugin("ttr_plugin_test::topk_gather.default")
     message = str(err.value)
     assert "add_plugin_v3" in message and trt.__version__ in message
-    assert "libtensorrt_rtx.so" in message
+    assert "libtensorrt_rtx.so" in message and "LD_LIBRARY_PATH" in message
 
 
 @pytest.mark.parametrize("name, match", [
@@ -125,6 +135,14 @@ def test_the_onnx_parser_refuses_a_v2_plugin_creator():
     trt.get_plugin_registry().deregister_creator(creator)
 
 
+def _link_folder(folder: Path) -> dict:
+    """An environment whose LD_LIBRARY_PATH holds a link libtensorrt_rtx.so -> the wheel's
+    libtensorrt_rtx.so.1 (read when the process starts)."""
+    libs = Path(trt.__file__).parent.parent / "tensorrt_rtx_libs"
+    (folder / "libtensorrt_rtx.so").symlink_to(libs / "libtensorrt_rtx.so.1")
+    return dict(os.environ, LD_LIBRARY_PATH=str(folder))
+
+
 def _probe(env):
     return subprocess.run([sys.executable, str(_PROBE)], capture_output=True, text=True,
                           env=env, timeout=300)
@@ -141,29 +159,94 @@ def test_the_parser_door_aborts_the_process_without_the_unversioned_library():
 
 @rtx_only
 def test_the_parser_door_opens_with_the_library_on_the_search_path(tmp_path):
-    libs = Path(trt.__file__).parent.parent / "tensorrt_rtx_libs"
-    (tmp_path / "libtensorrt_rtx.so").symlink_to(libs / "libtensorrt_rtx.so.1")
-    env = dict(os.environ, LD_LIBRARY_PATH=str(tmp_path))
-    run = _probe(env)
+    run = _probe(_link_folder(tmp_path))
     assert run.returncode == 0, run.stderr
     lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
     assert lines["parsed"] == "True" and lines["layers"] == "['PLUGIN_V3']"
     assert int(lines["plan_bytes"]) > 0  # the CPU-only builder built around the plugin
 
 
-def test_the_library_is_looked_up_on_ld_library_path(tmp_path, monkeypatch):
-    (tmp_path / "libtensorrt_rtx.so").write_bytes(b"")
-    monkeypatch.setenv("LD_LIBRARY_PATH", f"/nonexistent:{tmp_path}")
-    assert library_on_search_path() == str(tmp_path / "libtensorrt_rtx.so")
-    if IS_RTX:
-        with pytest.raises(PluginUnavailable, match="found: .*not wired up here yet"):
-            plugin("ttr_plugin_test::topk_gather")
+# -- the plugin path, in a fresh process that can open the library ------------------------
 
+@pytest.fixture(scope="module")
+def plugin_run(tmp_path_factory):
+    """tests/plugin_script.py: ``compile`` with the library, then ``load`` in a process
+    without it that never imported the ops (the saved program names their module)."""
+    if not IS_RTX:
+        pytest.skip("the plugin path is built on tensorrt_rtx's ONNX parser")
+    folder = tmp_path_factory.mktemp("plugin")
+    env = _link_folder(folder)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(torch_trt_ref.__file__).parent.parent),
+                                         env.get("PYTHONPATH", "")])
+    for mode, run_env in (("compile", env), ("load", {k: v for k, v in env.items()
+                                                        if k != "LD_LIBRARY_PATH"})):
+        run = subprocess.run([sys.executable, str(_SCRIPT), mode, str(folder)],
+                             capture_output=True, text=True, env=run_env, timeout=600)
+        assert run.returncode == 0, run.stderr[-3000:]
+    return (json.loads((folder / "compile.json").read_text()),
+            json.loads((folder / "load.json").read_text()))
+
+
+def test_with_the_library_plugin_registers_once(plugin_run):
+    facts, _ = plugin_run
+    assert facts["library"] and facts["same_support_twice"]
+
+
+def test_the_op_is_a_plugin_layer_in_the_one_engine(plugin_run):
+    static = plugin_run[0]["static"]
+    assert static["counts"] == {"tensorrt": 1}  # no PyTorch segment
+    assert static["kinds"].count("PLUGIN_V3") == 1
+    (converters,) = static["converters"]
+    assert converters["ttr_plugin_example.topk_gather.default"] == 1
+
+
+def test_the_plugin_engine_passes_the_float64_rule(plugin_run):
+    assert plugin_run[0]["static"]["passed"]
+
+
+def test_the_layer_names_the_op_and_its_module_and_takes_the_fake_kernel_s_shape(plugin_run):
+    layer = plugin_run[0]["static"]["layer"]
+    assert layer == {"op": "ttr_plugin_example::topk_gather.default",
+                     "module": "plugin_example_ops", "shape": [4, 3]}
+
+
+def test_dynamic_batch_through_the_fake_kernel(plugin_run):
+    dynamic = plugin_run[0]["dynamic"]
+    assert dynamic["counts"] == {"tensorrt": 1}
+    assert dynamic["shape"] == [-1, 3]  # TensorRT's runtime dim, k from the fake kernel
+    assert dynamic["passed"] == [True, True, True]  # batch 1, 5, 8
+
+
+def test_two_plugins_with_several_inputs_and_outputs_share_an_engine(plugin_run):
+    two = plugin_run[0]["two"]
+    assert two["counts"] == {"tensorrt": 1} and two["plugins"] == 2
+    assert two["outputs"] == [2, 1] and two["passed"]
+
+
+def test_fp16_plugin_layers_run_the_op_in_fp16_and_pass_the_rule(plugin_run):
+    fp16 = plugin_run[0]["fp16"]
+    assert fp16["dtypes"] == ["torch.float16"]
+    assert fp16["passed"], fp16["message"]
+
+
+def test_an_output_dim_the_plugin_cannot_state_keeps_the_op_in_pytorch(plugin_run):
+    doubled = plugin_run[0]["doubled"]
+    (reason,) = doubled["rejected"].values()
+    assert "neither a constant nor a dim of an input" in reason and "2*s" in reason
+    assert doubled["passed"]
+
+
+def test_a_saved_program_loads_in_a_fresh_process_that_imports_the_op_s_module(plugin_run):
+    _, loaded = plugin_run
+    assert loaded == {"registered_before": False, "equal": True, "imported": True}
+
+
+# -- without the library: the op in a PyTorch segment --------------------------------------
 
 @pytest.fixture(scope="module")
 def compiled():
     model, x = _Model(), torch.randn(4, 8, generator=torch.Generator().manual_seed(0))
-    return model, x, torch_trt_ref.compile(model, [x], min_block_size=1)
+    return model, x, torch_trt_ref.compile(model.eval(), [x], min_block_size=1)
 
 
 def test_the_op_runs_in_a_pytorch_segment_with_its_reason(compiled):
@@ -189,16 +272,10 @@ def test_it_saves_and_loads_with_the_op_in_pytorch(compiled, tmp_path):
     assert torch.equal(loaded(x), module(x))
 
 
-@pytest.mark.xfail(strict=True, raises=PluginUnavailable,
-                   reason="TensorRT for RTX 1.7.1 cannot add a plugin layer from this process "
-                          "(Note [Plugin layers in TensorRT for RTX])")
-def test_intended_a_plugin_converter_puts_the_op_in_the_engine():
-    plugin("ttr_plugin_test::topk_gather")
-    model, x = _Model(), torch.randn(4, 8)
-    module = torch_trt_ref.compile(model, [x], min_block_size=1)
-    assert module.compile_report.partition["counts"] == {"tensorrt": 1}
-    layers = [layer.kind for m in module.modules() if hasattr(m, "engine")
-              for layer in m.engine.snapshot.layers]
-    assert "PLUGIN_V3" in layers
-    with torch.no_grad():
-        assert judge(module(x), model(x), model(x.double())).passed
+def test_a_layer_whose_op_module_is_gone_says_which():
+    from torch_trt_ref.runtime.reference.layers.plugin_ops import resolve_op
+
+    with pytest.raises(RuntimeError, match="module 'ttr_no_such_module', which cannot be "):
+        resolve_op("ttr_gone::op.default", "ttr_no_such_module")
+    assert resolve_op("ttr_plugin_test::topk_gather.default", "") is \
+        torch.ops.ttr_plugin_test.topk_gather.default

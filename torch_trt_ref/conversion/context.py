@@ -54,6 +54,9 @@ class ConversionContext:
     weight_sources: dict[str, dict[str, torch.Tensor]] = field(default_factory=dict)
     param_names: dict[int, str] = field(default_factory=dict)  # storage address -> parameter
     node: Node | None = None
+    # layers a converter's preamble added before the first layer, by the node they are for
+    # (Note [Converter preambles], registry.py)
+    prepared: dict[Node, Any] = field(default_factory=dict)
     _keepalive: list[torch.Tensor] = field(default_factory=list)
     _weight_constants: dict[tuple, Any] = field(default_factory=dict)
     _layer_count: int = 0

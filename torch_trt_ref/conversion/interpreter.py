@@ -63,6 +63,8 @@ class Interpreter:
         net = builder.create_network(flags)
         ctx = ConversionContext(net, self.settings)
         result = ConvertedNetwork(builder, logger, net, ctx, self.inputs, [], [])
+        if self.registry.preamble_targets:
+            self._preambles(ctx)
         placeholders = iter(self.inputs)
         for node in self.gm.graph.nodes:
             ctx.node = node
@@ -86,6 +88,17 @@ class Interpreter:
         ctx.node = None
         result.node_outputs = {n.name: _tensor_names(v) for n, v in ctx.tensors.items()}
         return result
+
+    def _preambles(self, ctx: ConversionContext) -> None:
+        """Note [Converter preambles] (registry.py): each preamble once, with its nodes."""
+        groups: dict = {}
+        for node in self.gm.graph.nodes:
+            if node.op == "call_function" and node.target in self.registry.preamble_targets:
+                support, _ = self.registry.select(node, self.settings)
+                if support is not None and support.preamble is not None:
+                    groups.setdefault(support.preamble, []).append(node)
+        for preamble, nodes in groups.items():
+            preamble(ctx, nodes)
 
     def _convert(self, ctx: ConversionContext, node: Node, result: ConvertedNetwork) -> None:
         support, reason = self.registry.select(node, self.settings)

@@ -40,6 +40,10 @@ class ConverterSupport:
     # the graph passes one (convolution weights, a weight a matmul reads transposed); every
     # other constant tensor argument arrives as an ITensor (Note [Constant inputs]).
     constants: frozenset = frozenset()
+    # Note [Converter preambles]: ``preamble(ctx, nodes)`` runs once per network before its
+    # first layer, with every node of the segment this converter takes (TensorRT's ONNX
+    # parser, through which a plugin layer is added, refuses a network that has layers).
+    preamble: Optional[Callable[..., None]] = None
 
     @property
     def name(self) -> str:
@@ -61,8 +65,11 @@ class ConverterRegistry:
     """Converters by target; several per target are kept, highest priority first."""
 
     entries: dict[Any, list[ConverterSupport]] = field(default_factory=dict)
+    preamble_targets: set = field(default_factory=set)  # Note [Converter preambles]
 
     def register(self, support: ConverterSupport) -> None:
+        if support.preamble is not None:
+            self.preamble_targets.add(support.target)
         bucket = self.entries.setdefault(support.target, [])
         bucket.append(support)
         bucket.sort(key=lambda s: -s.priority)
@@ -80,7 +87,8 @@ class ConverterRegistry:
         return [t for t in self.entries if isinstance(t, torch._ops.OpOverload)]
 
     def copy(self) -> "ConverterRegistry":
-        return ConverterRegistry({k: list(v) for k, v in self.entries.items()})
+        return ConverterRegistry({k: list(v) for k, v in self.entries.items()},
+                                 set(self.preamble_targets))
 
     def select(self, node: Node, settings: CompilationSettings
                ) -> tuple[ConverterSupport | None, str | None]:

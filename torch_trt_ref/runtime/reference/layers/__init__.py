@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     math_ops,
     nn_extra_ops,
     nn_ops,
+    plugin_ops,
     quantize_ops,
     tensor_ops,
 )

@@ -259,7 +259,8 @@ def moe(inputs, activation_type, quantization_to_type, swiglu_param_limit, swigl
 UNRUNNABLE_KINDS = {
     "PLUGIN": "runs a plugin's own CUDA code, which the reference executor cannot run",
     "PLUGIN_V2": "runs an IPluginV2's own CUDA code, which the reference executor cannot run",
-    "PLUGIN_V3": "runs an IPluginV3's own CUDA code, which the reference executor cannot run",
+    "PLUGIN_V3": "runs an IPluginV3's own CUDA code, which the reference executor cannot run "
+                 "(only conversion.plugin's layers, which call a custom op, run: plugin_ops.py)",
     "DIST_COLLECTIVE": "is a collective across several devices (ranks); the reference "
                        "executor runs one device",
 }
