@@ -57,6 +57,11 @@ def compile_all(out: Path) -> dict:
                         "passed": [_verdict(dynamic, model, torch.randn(b, 8))
                                    for b in (1, 5, 8)]}
     torch_trt_ref.save(dynamic, out / "dynamic.trtref")
+    cached = [torch_trt_ref.compile(model, [x], min_block_size=1,
+                                    engine_cache_dir=str(out / "cache")) for _ in range(2)]
+    facts["cache"] = {"hits": [[e.cache_hit for e in c.compile_report.engines] for c in cached],
+                      "equal": torch.equal(cached[1](x), static(x)),
+                      "kinds": _kinds(cached[1])}
     xs = torch.randn(6, 8, generator=torch.Generator().manual_seed(6))
     torch.save({"x": xs, "out": dynamic(xs)}, out / "expected.pt")
 

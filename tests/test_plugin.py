@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -143,23 +144,27 @@ def _link_folder(folder: Path) -> dict:
     return dict(os.environ, LD_LIBRARY_PATH=str(folder))
 
 
-def _probe(env):
+def _no_core_dump():
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the abort below must leave no file
+
+
+def _probe(env, folder):
     return subprocess.run([sys.executable, str(_PROBE)], capture_output=True, text=True,
-                          env=env, timeout=300)
+                          env=env, timeout=300, cwd=folder, preexec_fn=_no_core_dump)
 
 
 @rtx_only
 @pytest.mark.skipif(library_on_search_path() is not None,
                     reason="libtensorrt_rtx.so is on this machine's search path")
-def test_the_parser_door_aborts_the_process_without_the_unversioned_library():
-    run = _probe(os.environ)
+def test_the_parser_door_aborts_the_process_without_the_unversioned_library(tmp_path):
+    run = _probe(os.environ, tmp_path)
     assert run.returncode == -6, (run.returncode, run.stdout, run.stderr)  # SIGABRT
     assert "terminate called" in run.stderr and "parsed" not in run.stdout
 
 
 @rtx_only
 def test_the_parser_door_opens_with_the_library_on_the_search_path(tmp_path):
-    run = _probe(_link_folder(tmp_path))
+    run = _probe(_link_folder(tmp_path), tmp_path)
     assert run.returncode == 0, run.stderr
     lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
     assert lines["parsed"] == "True" and lines["layers"] == "['PLUGIN_V3']"
@@ -221,6 +226,12 @@ def test_two_plugins_with_several_inputs_and_outputs_share_an_engine(plugin_run)
     two = plugin_run[0]["two"]
     assert two["counts"] == {"tensorrt": 1} and two["plugins"] == 2
     assert two["outputs"] == [2, 1] and two["passed"]
+
+
+def test_an_engine_with_a_plugin_comes_back_from_the_engine_cache(plugin_run):
+    cache = plugin_run[0]["cache"]
+    assert cache["hits"] == [[False], [True]]
+    assert cache["equal"] and "PLUGIN_V3" in cache["kinds"]
 
 
 def test_fp16_plugin_layers_run_the_op_in_fp16_and_pass_the_rule(plugin_run):
