@@ -188,3 +188,32 @@ def test_graphs_are_kept_per_signature_and_replay(program):
     runner.graphs(inputs, (cuda_graphs.signature(inputs), "inductor"))
     assert made == ["plain", "inductor"] and len(runner.graphs.replays) == 2
     assert list(runner.compiled.compiled.values())[0] is not None  # compiled in the warm-up
+
+
+def test_an_fp32_bias_is_added_apart_from_a_small_gemm_under_inductor():
+    # Note [Bias apart under inductor]: the traced replay adds a linear's bias after the
+    # product's reshape, which inductor's mm + add -> addmm pattern cannot reach (shown
+    # fusing the direct mm + add below); the plain replay keeps addmm, and both agree
+    from torch._inductor.utils import run_and_get_code
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 6)).eval()
+    x = torch.randn(2, 5, 8)
+    compiled = torch_trt_ref.compile(model, [x], executor="reference", min_block_size=1)
+    plain, snapshot = runner_of(compiled, cuda_graphs.GraphSettings(False, 8, "plain"))
+    name = snapshot.inputs[0].name
+    plain({name: x})  # the checked run
+    seen = []
+    real_addmm = torch.addmm
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch, "addmm", lambda *a, **k: (seen.append(1), real_addmm(*a, **k))[1])
+        (want,) = plain({name: x})
+    assert seen == [1]  # the plain replay: one GEMM with the bias in it
+    replay = compiled_replay.CompiledReplay(plain.prepared, "t")
+    (got,), codes = run_and_get_code(replay.fn, x)
+    assert "extern_kernels.mm(" in codes[0] and "addmm" not in codes[0]
+    torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(want, model(x), rtol=1e-5, atol=1e-6)
+    w, b = torch.randn(8, 6), torch.randn(6)
+    _, direct = run_and_get_code(torch.compile(lambda r: torch.mm(r, w) + b), x[0])
+    assert "addmm" in direct[0]  # what the replay's add after the reshape avoids

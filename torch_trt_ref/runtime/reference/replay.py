@@ -156,6 +156,28 @@ def _row_bias(bias_shape, out_shape) -> bool:
             and all(d == 1 for d in bias_shape[:-1]) and bias_shape[-1] == out_shape[-1] > 0)
 
 
+# Note [Bias apart under inductor]: in the inductor replay (traced by torch.compile) an
+# fp32 GEMM of at most BIAS_APART_ROWS rows adds its bias after the product, not in the
+# GEMM's epilogue. On CUDA, torch's fp32 addmm with a 1-D bias goes to cuBLASLt, whose
+# heuristic took a split-K kernel (sgemm_largek + an epilogue kernel + memset + scal,
+# 29 us) for BERT-base's 128 x 768 x 768 projections on the H200, where a plain mm took
+# 17-20 us (perf-data/results/gpu/issue42/compiled_bert_base_128-fp32-b1.txt). Inductor
+# unfuses such a bias itself when every reader of the GEMM is pointwise, and fuses
+# mm + add back into addmm otherwise (post_grad's addmm pattern): the query, key and
+# value projections feed scaled_dot_product_attention (Note [Attention fusion]), so they
+# stayed on cuBLASLt. The add here reads the product through a view (unsqueeze), out of
+# that pattern's reach: inductor makes it one pointwise kernel (or fuses it into a
+# reader). The plain replay keeps addmm (its oracle; a separate add there is a pass
+# more), and so do half-precision GEMMs and larger ones (not measured to gain).
+BIAS_APART_ROWS = 512
+
+
+def _bias_apart(rows: torch.Tensor) -> bool:
+    """Whether ``_matmul_bias`` adds the bias apart (Note [Bias apart under inductor])."""
+    return (torch.compiler.is_compiling() and rows.dtype == torch.float32
+            and rows.shape[0] <= BIAS_APART_ROWS)
+
+
 def _matmul_bias(inputs, op0, op1):
     """A MATRIX_MULTIPLY (plain operands, the second a weight broadcast over the batch)
     and the SUM of a row bias, as one GEMM with the bias in its epilogue (torch's linear)."""
@@ -166,7 +188,11 @@ def _matmul_bias(inputs, op0, op1):
         rows = a.flatten(0, -2)  # not reshape(-1, k): ambiguous for k == 0 (linear, 0 features)
         # a 1-D bias, as F.linear passes it: on CUDA torch then adds it in cuBLASLt's GEMM
         # epilogue; a (1, n) bias is first copied into every row of the output, a kernel more
-        out = torch.addmm(bias.reshape(-1), rows, w.t() if op1 == "TRANSPOSE" else w)
+        w = w.t() if op1 == "TRANSPOSE" else w
+        if _bias_apart(rows):  # Note [Bias apart under inductor]
+            out = (torch.mm(rows, w).unsqueeze(0) + bias.reshape(-1)).squeeze(0)
+            return (out.reshape(*a.shape[:-1], out.shape[-1]),)
+        out = torch.addmm(bias.reshape(-1), rows, w)
         return (out.reshape(*a.shape[:-1], out.shape[-1]),)
     (product,) = matrix_multiply([a, b], op0, op1)
     return (product + bias,)
