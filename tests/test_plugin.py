@@ -49,6 +49,11 @@ def no_fake(x: torch.Tensor) -> torch.Tensor:
     return x + 1
 
 
+@torch.library.custom_op("ttr_plugin_test::add_into", mutates_args=("out",))
+def add_into(x: torch.Tensor, out: torch.Tensor) -> None:
+    out.add_(x)
+
+
 class _Model(torch.nn.Module):
     def forward(self, x):
         return torch.relu(topk_gather(torch.sin(x), 3)) * 2.0
@@ -80,6 +85,7 @@ def test_the_error_names_the_missing_api_and_library():
     ("aten::add", "is an ATen op"),
     ("ttr_plugin_test::topk_gather.nope", "has no overload 'nope'"),
     ("ttr_plugin_test::no_fake", "has no fake kernel"),
+    ("ttr_plugin_test::add_into", "mutates its arguments"),
 ])
 def test_bad_names_are_refused_before_anything_else(name, match):
     with pytest.raises(ValueError, match=match):

@@ -103,7 +103,7 @@ def plugin_spec(node: Node) -> dict | str:
     if not all(isinstance(v, torch.Tensor) for v in in_vals + out_vals):
         return f"{node.target}: a plugin takes and returns tensors only"
     dtypes = [str(v.dtype).replace("torch.", "") for v in in_vals + out_vals]
-    if any(d not in plugin_layer._ONNX_TYPES for d in dtypes):
+    if any(d not in plugin_layer.ONNX_TYPES for d in dtypes):
         return f"{node.target}: dtypes {dtypes} not all supported by a plugin layer"
     shapes = []
     for out in out_vals:
@@ -165,6 +165,9 @@ def custom_op_overload(name: str) -> torch._ops.OpOverload:
     if overload is None:
         raise ValueError(f"op {namespace}::{op_name} has no overload {overload_name!r}; it "
                          f"has {sorted(packet.overloads())}")
+    if overload._schema.is_mutable:
+        raise ValueError(f"custom op {overload} mutates its arguments: a plugin layer's inputs "
+                         "are read-only, so it stays in PyTorch")
     if not _has_fake(overload):
         raise ValueError(f"custom op {overload} has no fake kernel: register one with "
                          f"@{op_name}.register_fake, it gives the plugin its output shapes")

@@ -21,7 +21,7 @@ except ImportError:  # the plugin path says so (plugin.py)
 NAMESPACE, NAME, VERSION = "torch_trt_ref", "TorchOp", "1"
 _FIELDS = ("op", "module", "spec")
 # torch dtype name -> ONNX element type, for the one-node model the parser reads
-_ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "int32": 6, "int64": 7, "bool": 9,
+ONNX_TYPES = {"float32": 1, "uint8": 2, "int8": 3, "int32": 6, "int64": 7, "bool": 9,
                "float16": 10, "bfloat16": 16}
 
 
@@ -132,9 +132,9 @@ def add_plugin_layers(net, calls: list[tuple[str, str, dict, list[int]]], keep: 
         outs = [f"__plugin{k}_out{i}" for i in range(len(spec["out_dtypes"]))]
         nodes.append(helper.make_node(NAME, names, outs, domain=NAMESPACE, op=op,
                                       module=module, spec=json.dumps(spec)))
-        constants += [helper.make_tensor(n, _ONNX_TYPES[d], [1] * rank, [0])
+        constants += [helper.make_tensor(n, ONNX_TYPES[d], [1] * rank, [0])
                       for n, d, rank in zip(names, spec["in_dtypes"], ranks)]
-        outputs += [helper.make_tensor_value_info(n, _ONNX_TYPES[d], None)
+        outputs += [helper.make_tensor_value_info(n, ONNX_TYPES[d], None)
                     for n, d in zip(outs, spec["out_dtypes"])]
     graph = helper.make_graph(nodes, "plugins", [], outputs, initializer=constants)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
