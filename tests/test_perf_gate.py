@@ -549,3 +549,47 @@ def test_base_is_resolved_to_its_commit():
                           text=True, check=True).stdout.strip()
     assert resolve_commit("HEAD") == head
     assert resolve_commit(head[:12]) == head
+
+
+def test_lowering_injection_spins_inside_lowering_only_and_is_removed(monkeypatch):
+    """The sensitivity harness's "+40% inside lowering" (issue 38): the spin runs inside
+    ``compile``'s lowering phase, sized from lower_program's own CPU, and the library's
+    function is back afterwards."""
+    import torch
+
+    import torch_trt_ref
+    from perf.gate import inject
+    from torch_trt_ref import compiler
+
+    plain = compiler.lower_program
+    spins = []
+    monkeypatch.setattr(inject, "spin", lambda seconds: spins.append(seconds))
+    with inject.lowering_hook({"lowering_slower": 0.4}):
+        assert compiler.lower_program is not plain
+        torch_trt_ref.compile(torch.nn.Linear(4, 4), (torch.randn(2, 4),), min_block_size=1)
+    assert compiler.lower_program is plain
+    assert len(spins) == 1 and spins[0] > 0
+    with inject.lowering_hook({"compile_slower": 0.3}):  # not a lowering spec: untouched
+        assert compiler.lower_program is plain
+
+
+def test_sensitivity_targets_keep_the_lowering_model_out_of_the_whole_compile():
+    """Each trial tests the scenarios together: the lowering model's compile is slowed only
+    in its lowering, so its total is aimed at (not a control) but is not a whole-compile
+    target; the other models are."""
+    from perf.gate import sensitivity
+
+    args = argparse.Namespace(control=False, compile_slower=0.3, family="elementwise",
+                              family_slower=0.2, model2="unconvertible",
+                              op="aten.relu.default", lowering_model="bert_2layer",
+                              lowering_slower=0.4)
+    models = ("lgamma_graph", "unconvertible", "bert_2layer", "resnet18")
+    inject = sensitivity.injections(args, models)
+    assert inject["compile:bert_2layer"] == {"lowering_slower": 0.4}
+    assert inject["compile:resnet18"] == {"compile_slower": 0.3}
+    goals = sensitivity.targets(args, models)
+    assert "compile/bert_2layer/cpu/total" not in goals["compile"]
+    assert goals["lowering"] == "compile/bert_2layer/cpu/lowering"
+    assert sensitivity.is_target("compile/bert_2layer/cpu/total", goals)
+    assert not sensitivity.is_target("compile/bert_2layer/cpu/conversion", goals)
+    assert not sensitivity.is_target("compile/resnet18/cpu/lowering", goals)

@@ -6,6 +6,9 @@ code paths never see them otherwise. Specs:
   the family's graphs costs 20% more CPU than without the injection (the spin per converter
   call is fixed from rounds measured before and after wrapping the converters);
 - ``{"compile_slower": 0.3}``: ``compile()`` spins 30% of its own CPU time after returning;
+- ``{"lowering_slower": 0.4}``: the whole-program lowering (``lower_program``, inside the
+  ``lowering`` phase) spins 40% of its own CPU time before returning, so only that phase
+  (and the total) moves;
 - ``{"unsupported": "aten.relu.default"}``: the op's converters reject every node."""
 
 from __future__ import annotations
@@ -36,6 +39,32 @@ def compile_hook(compile_fn, spec: dict | None):
         return result
 
     return slow_compile
+
+
+@contextlib.contextmanager
+def lowering_hook(spec: dict | None):
+    """``lowering_slower``: ``torch_trt_ref.compiler.lower_program`` (the name ``compile``
+    calls) made that much slower for the duration; the spin is inside the phase."""
+    slower = (spec or {}).get("lowering_slower")
+    if not slower:
+        yield
+        return
+    from torch_trt_ref import compiler
+
+    plain = compiler.lower_program
+
+    @functools.wraps(plain)
+    def slow_lowering(*args, **kwargs):
+        start = time.process_time()
+        result = plain(*args, **kwargs)
+        spin(slower * (time.process_time() - start))
+        return result
+
+    compiler.lower_program = slow_lowering
+    try:
+        yield
+    finally:
+        compiler.lower_program = plain
 
 
 @contextlib.contextmanager

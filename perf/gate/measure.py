@@ -58,7 +58,8 @@ def compile_model(name: str, spec: dict | None = None) -> dict[str, dict]:
     model = entry.factory()
     args, kwargs = entry.inputs()
     compile_fn = inject.compile_hook(torch_trt_ref.compile, spec)
-    with inject.unsupported(spec), _counting() as counts, PeakRSS() as rss:
+    with inject.unsupported(spec), inject.lowering_hook(spec), _counting() as counts, \
+            PeakRSS() as rss:
         cpu, wall = time.process_time(), time.perf_counter()
         compiled = compile_fn(model, args, kwargs, **entry.compile_settings)
         cpu, wall = time.process_time() - cpu, time.perf_counter() - wall

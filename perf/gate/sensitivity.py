@@ -8,6 +8,14 @@ slowdowns from perf/gate/inject.py, so one trial tests all three:
   compile/MODEL/cpu/total of each); the trial flags it when the gate calls at least one of
   them REGRESSED (the gate then fails), and the rate of each model is kept too;
 - unsupported: OP made unsupported in MODEL2 (its work counters, the exact path).
+- lowering (issue 38): the whole-program lowering of LOWERING_MODEL made 40% slower (series
+  compile/LOWERING_MODEL/cpu/lowering); that model's compile is not slowed otherwise, so the
+  whole-compile scenario covers the other models.
+
+``--history-scale F`` divides the history's time samples by F (a history recorded on a machine
+F times faster: the gate must notice it is foreign and screen A/B); ``--burner`` runs a
+memory-bandwidth hog pinned to the other core for the whole trial (a neighbour that slows
+CPU time itself, unlike a CPU quota).
 
 Every group is measured in its own fresh processes. Every series the injections do not aim
 at is a control: the other 22 families, the canary, and every compile's per-phase CPU, peak
@@ -20,8 +28,10 @@ tests/test_perf_gate.py re-judges them and checks the rates."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -43,6 +53,8 @@ def injections(args, models: tuple[str, ...]) -> dict[str, dict]:
     inject[f"compile:{args.model2}"] = {**inject.get(f"compile:{args.model2}", {}),
                                         "unsupported": args.op}
     inject[f"family:{args.family}"] = {"family": args.family, "slower": args.family_slower}
+    if args.lowering_model:
+        inject[f"compile:{args.lowering_model}"] = {"lowering_slower": args.lowering_slower}
     return inject
 
 
@@ -61,9 +73,13 @@ def scaled(runs: list, factor: float) -> list:
 def targets(args, models: tuple[str, ...]) -> dict[str, str | list[str]]:
     """Scenario -> the series it must flag (for the exact path, a series prefix; for the
     whole compile, the list of every model's total)."""
-    return {"family": f"family/{args.family}/cpu",
-            "compile": [f"compile/{m}/cpu/total" for m in models],
-            "unsupported": f"compile/{args.model2}/count/"}
+    goals = {"family": f"family/{args.family}/cpu",
+             "compile": [f"compile/{m}/cpu/total" for m in models
+                         if m != args.lowering_model],
+             "unsupported": f"compile/{args.model2}/count/"}
+    if args.lowering_model:
+        goals["lowering"] = f"compile/{args.lowering_model}/cpu/lowering"
+    return goals
 
 
 def _trial(run, load_start: float, seconds: float) -> dict:
@@ -100,6 +116,11 @@ def main(argv: list[str] | None = None) -> int:
                    "measurement code, docs/regressions.md)")
     p.add_argument("--compile-slower", type=float, default=0.3)
     p.add_argument("--family-slower", type=float, default=0.2)
+    p.add_argument("--lowering-model", default="bert_2layer",
+                   help="the model whose lowering is slowed down ('' for none)")
+    p.add_argument("--lowering-slower", type=float, default=0.4)
+    p.add_argument("--burner", action="store_true",
+                   help="a memory-bandwidth hog on the other core during every trial")
     p.add_argument("--control", action="store_true",
                    help="inject nothing: the unchanged tree (false alarms)")
     p.add_argument("--history-scale", type=float, default=1.0,
@@ -118,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
                      "trials": []}
     started = time.monotonic()
     log = Path("/tmp/perf-sensitivity.log")
-    with base_checkout(args.base) as tree:
+    with base_checkout(args.base) as tree, burner(args.burner):
         for i in range(args.trials):  # fresh servers on both sides, as each gate run has
             say(f"trial {i + 1}/{args.trials} ({time.monotonic() - started:.0f} s)")
             load, t0 = os.getloadavg()[0], time.monotonic()
@@ -138,6 +159,25 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+@contextlib.contextmanager
+def burner(on: bool):
+    """A neighbour that slows this machine's CPU time: a process pinned to the last core
+    copying 256 MiB over and over (memory bandwidth and the shared cache), for the block."""
+    if not on:
+        yield
+        return
+    core = max(os.sched_getaffinity(0))
+    code = ("import os; os.sched_setaffinity(0, {%d}); b = bytearray(256 << 20)\n"
+            "while True: c = bytes(b)" % core)
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    say(f"burner: pid {proc.pid} copying 256 MiB in a loop on core {core}")
+    try:
+        yield
+    finally:
+        proc.kill()
+        proc.wait()
+
+
 def summarize(results: dict) -> dict:
     """Per scenario, the trials whose gate run called its target REGRESSED (the whole
     compile: any model's total; each model's own rate under ``compile_by_series``); per
@@ -148,6 +188,8 @@ def summarize(results: dict) -> dict:
            "compile": sum(bool(set(t["regressed"]) & set(goals["compile"])) for t in trials),
            "unsupported": sum(any(s.startswith(goals["unsupported"]) for s in t["regressed"])
                               for t in trials)}
+    if "lowering" in goals:
+        hit["lowering"] = sum(goals["lowering"] in t["regressed"] for t in trials)
     controls: dict[str, int] = {}
     for t in trials:
         for s in t["regressed"]:
@@ -164,8 +206,10 @@ def is_target(series: str, goals: dict) -> bool:
     totals, or any series of the group with the unsupported op (its counts, and the times
     and memory of a compile that now has a different partition)."""
     unsupported_group = goals["unsupported"].rsplit("/", 2)[0] + "/"
+    lowered = goals.get("lowering", "-").rsplit("/", 2)[0] + "/cpu/"  # its lowering, total
     return (series == goals["family"] or series in goals["compile"]
-            or series.startswith(unsupported_group))
+            or series.startswith(unsupported_group)
+            or series in (goals.get("lowering"), lowered + "total"))
 
 
 if __name__ == "__main__":
