@@ -593,3 +593,35 @@ def test_sensitivity_targets_keep_the_lowering_model_out_of_the_whole_compile():
     assert sensitivity.is_target("compile/bert_2layer/cpu/total", goals)
     assert not sensitivity.is_target("compile/bert_2layer/cpu/conversion", goals)
     assert not sensitivity.is_target("compile/resnet18/cpu/lowering", goals)
+
+
+class _Sequence:
+    """A measuring pool that returns the next of ``values`` for series s of group g."""
+
+    def __init__(self, values):
+        self.values = list(values)
+
+    def measure(self, group, inject=None, cases=None):
+        return {"compile/m/cpu/total": {"type": "cpu", "unit": "s",
+                                        "value": self.values.pop(0)}}
+
+
+def test_a_confirmation_close_to_the_line_is_measured_once_more():
+    """A 30% slower compile whose 6 + 6 processes include one neighbour's spike on each side
+    (the samples of a trial beside other work, issue 38: x1.23, p = 0.032) is borderline;
+    6 more per side make it REGRESSED. An unchanged series is not extended."""
+    from perf.gate.confirm import confirm_group
+
+    a = [1.107, 1.074, 1.31, 1.046, 1.742, 1.31] + [1.30, 1.28, 1.33, 1.29, 1.31, 1.27]
+    b = [0.828, 1.359, 0.969, 0.894, 1.059, 0.989] + [1.0, 0.98, 1.02, 0.99, 1.01, 1.0]
+    first = rules.Confirmation("compile/m/cpu/total", "cpu", a[:6], b[:6])
+    assert not first.regressed and first.borderline
+    pool_a, pool_b = _Sequence(a), _Sequence(b)
+    [c] = confirm_group("compile:m", ["compile/m/cpu/total"], pool_a, pool_b, each=6)
+    assert (len(c.a), len(c.b)) == (12, 12) and c.regressed
+    assert not pool_a.values and not pool_b.values
+
+    same = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0]
+    pool_a, pool_b = _Sequence(same + [9.0] * 6), _Sequence(same + [0.1] * 6)
+    [c] = confirm_group("compile:m", ["compile/m/cpu/total"], pool_a, pool_b, each=6)
+    assert (len(c.a), len(c.b)) == (6, 6) and not c.regressed and not c.borderline

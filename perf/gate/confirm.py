@@ -87,23 +87,32 @@ def common_cases(group: str, pool_a, pool_b) -> list[str] | None:
 def confirm_group(group: str, names: list[str], pool_a, pool_b, each: int = AB_EACH,
                   inject_a: dict | None = None) -> list[Confirmation]:
     """Measure ``group`` ``each`` times on each side, ABBA, and return the confirmations of
-    series ``names``; ``inject_a`` goes to side A only (perf/gate/sensitivity.py). A family
-    converts the same cases on both sides (``common_cases``); raises BaseCannotMeasure
-    when the base cannot measure the group."""
+    series ``names``; ``inject_a`` goes to side A only (perf/gate/sensitivity.py). A series
+    left borderline (``Confirmation.borderline``) gets ``each`` more processes per side, once,
+    and is judged on all of them. A family converts the same cases on both sides
+    (``common_cases``); raises BaseCannotMeasure when the base cannot measure the group."""
     found: dict[str, Confirmation] = {}
     cases = common_cases(group, pool_a, pool_b)
-    order = abba(each)
-    for i, side in enumerate(order, 1):
-        if side == "A":
-            result = pool_a.measure(group, inject_a, cases)
-        else:
-            with base_side(group):
-                result = pool_b.measure(group, None, cases)
-        for name in names:
-            if name not in result:
-                raise ValueError(f"{group} measured no series {name!r} on side {side}")
-            c = found.setdefault(name, Confirmation(name, result[name]["type"]))
-            (c.a if side == "A" else c.b).append(result[name]["value"])
-        if i % 4 == 0:
-            say(f"confirming {group}: {i}/{len(order)} processes")
+
+    def processes(wanted: list[str], label: str) -> None:
+        order = abba(each)
+        for i, side in enumerate(order, 1):
+            if side == "A":
+                result = pool_a.measure(group, inject_a, cases)
+            else:
+                with base_side(group):
+                    result = pool_b.measure(group, None, cases)
+            for name in wanted:
+                if name not in result:
+                    raise ValueError(f"{group} measured no series {name!r} on side {side}")
+                c = found.setdefault(name, Confirmation(name, result[name]["type"]))
+                (c.a if side == "A" else c.b).append(result[name]["value"])
+            if i % 4 == 0:
+                say(f"{label} {group}: {i}/{len(order)} processes")
+
+    processes(names, "confirming")
+    close = [n for n in names if found[n].borderline]
+    if close:
+        say(f"{len(close)} close to the line ({', '.join(close)}): {each} more per side")
+        processes(close, "extending")
     return [found[n] for n in names]
