@@ -270,6 +270,15 @@ def test_decode_graph_binds_the_callers_cache():
     assert again.tolist() == want.tolist() and len(captured) == 1
     with pytest.raises(ValueError, match="needs the cache on a CUDA device"):
         llm.generate(compiled, ids, max_new_tokens=2, cuda_graph=True)
+    # decode steps of a decode-only (static-shape) compile over the same cache
+    decode_only = llm.compile(_model("llama"), max_seq_len=PROMPT + NEW, max_prompt_len=1,
+                              executor="reference")
+    graph = DecodeGraph(decode_only, decode_only.new_cache(), capture=lambda fn: fn)
+    both = llm.generate(compiled, ids, max_new_tokens=NEW, eos_token_id=None, cuda_graph=graph)
+    assert both.tolist() == want.tolist() and graph.calls == NEW - 1
+    _, other = _compiled("gpt2")
+    with pytest.raises(ValueError, match="does not fit this decoder"):
+        llm.generate(other, ids, max_new_tokens=2, cuda_graph=graph)
 
 
 @pytest.mark.parametrize("name", ["gpt2", "gemma3"])

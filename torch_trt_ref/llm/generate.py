@@ -28,7 +28,8 @@ def generate(compiled: CompiledDecoder, input_ids: torch.Tensor, max_new_tokens:
     called after each new token (a progress bar). ``cuda_graph``: decode steps replay one
     CUDA graph (Note [Decode graph]; ``input_ids`` on the decoder's CUDA device), captured
     at this call (True), or the one of a ``DecodeGraph`` made before (its cache is used, so
-    calls that pass the same one capture once)."""
+    calls that pass the same one capture once; its decoder may be another compile of the
+    same model, e.g. a decode-only one: Note [Decode graph])."""
     batch = compiled.batch_size
     if input_ids.dim() != 2 or input_ids.shape[0] != batch:
         raise ValueError(f"input_ids must be [{batch}, prompt_len] (the compiled batch_size "
@@ -50,7 +51,12 @@ def generate(compiled: CompiledDecoder, input_ids: torch.Tensor, max_new_tokens:
     running = torch.ones(batch, 1, dtype=torch.bool, device=input_ids.device)
     if isinstance(cuda_graph, DecodeGraph):
         decode, cache = cuda_graph, cuda_graph.cache  # earlier writes past the prompt are
-    else:                                             # masked out until rewritten
+        theirs = [(tuple(t.shape), t.dtype) for t in cache]  # masked out until rewritten
+        if theirs != [(tuple(s), compiled.dtype) for s in compiled.shapes]:
+            raise ValueError(f"the DecodeGraph's cache {theirs[:2]}... does not fit this "
+                             f"decoder's {compiled.shapes[:2]}... ({compiled.dtype}); make "
+                             "it from a decoder compiled from the same model and max_seq_len")
+    else:
         cache = compiled.new_cache(input_ids.device)
         decode = DecodeGraph(compiled, cache) if cuda_graph else (
             lambda token, position: compiled.step(token, position, cache))

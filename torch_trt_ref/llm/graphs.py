@@ -9,7 +9,15 @@ the token and the position into those, replays, and returns the graph's logits b
 (valid until the next call). The engine writes the cache in place (Note [in-place cache]
 in the reference executor), so the replay writes the caller's buffers at the position of
 the call. The capture happens at the first call, after one uncaptured run of that same step
-on a side stream (its checks run there; the replay then writes the same K/V again)."""
+on a side stream (its checks run there; the replay then writes the same K/V again).
+
+On the reference executor the two-profile engine's decode step cannot be captured: its
+network has dynamic shapes, computed at run time (SHAPE layers make device tensors from host
+values, which a capture forbids). A decoder compiled with ``max_prompt_len=1`` has static
+shapes only (no SHAPE layer; 259 layers against 600 for a 2-layer Llama) and the same cache
+shapes, so ``generate(compiled, ids, cuda_graph=DecodeGraph(decode_only, cache))`` runs
+the prefill on ``compiled`` and replays the decode steps of ``decode_only`` over the one
+cache (a second engine holding the same weights)."""
 
 from __future__ import annotations
 
