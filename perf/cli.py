@@ -55,7 +55,7 @@ def _measure(args, suite, pool_factory, count_factory) -> dict:
     if "time" in args.tiers:
         series.update(run_suite(suite, lambda: pool_factory(None, args.log), args.processes))
     if "counts" in args.tiers:
-        series.update(count_suite(suite, lambda: count_factory(None, args.log, suite.models)))
+        series.update(count_suite(suite, lambda: count_factory(None, args.log, suite.built)))
     return series
 
 
@@ -132,7 +132,7 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print,
     with pool_factory(None, args.log) as pool, contextlib.ExitStack() as stack:
         # the screen opens new servers each round; ``pool`` (side A) starts on first use
         def count_pool():
-            return count_factory(None, args.log, suite.models)
+            return count_factory(None, args.log, suite.built)
 
         run = screen_run(suite, lambda: pool_factory(None, args.log), runs, calibration,
                          annotations, args.processes, max_suspects=args.max_suspects,

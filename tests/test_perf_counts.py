@@ -94,3 +94,25 @@ def test_count_sensitivity_on_recorded_trials():
         for series, ratio in trial["ratios"].items():
             assert (math.log(ratio) > threshold) == (series in trial["regressed"])
             assert (trial["effect"] == 0) == (ratio == 1.0)
+
+
+def test_the_llm_group_counts_compile_and_generation_exactly():
+    """The quick suite's decoder group (issue 39): llm.compile per phase and the greedy
+    generation as phase ``generate`` repeat exactly in fresh processes of one count server,
+    and 5% more work in generation moves only that phase and the total."""
+    from perf.gate.suites import group_of, is_compile, suite
+
+    quick = suite("quick")
+    assert "llm:gpt2" in quick.built and "llm:gpt2" in quick.groups([])
+    assert group_of("llm/gpt2/latency/decode") == "llm:gpt2"
+    assert is_compile("llm/gpt2/cpu/total") and not is_compile("family/unary/cpu")
+    with CountPool(models=("llm:gpt2",), families=False) as pool:
+        first, second = (pool.measure("llm:gpt2") for _ in range(2))
+        more = pool.measure("llm:gpt2", {"count_more": 0.05, "phase": "generate"})
+    assert first == second
+    assert first["llm/gpt2/ops/generate"]["value"] > 10_000  # the executor's steps
+    assert first["llm/gpt2/trt_calls/total"]["value"] > 0
+    ratios = {n: more[n]["value"] / first[n]["value"] for n in first if first[n]["value"]}
+    assert 1.03 < ratios["llm/gpt2/ops/generate"] < 1.08
+    assert {n for n, r in ratios.items() if r != 1.0} <= {
+        f"llm/gpt2/{k}/{p}" for k in ("ops", "calls") for p in ("generate", "total")}

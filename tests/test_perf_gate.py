@@ -566,7 +566,7 @@ def test_lowering_injection_spins_inside_lowering_only_and_is_removed(monkeypatc
     monkeypatch.setattr(inject, "spin", lambda seconds: spins.append(seconds))
     with inject.lowering_hook({"lowering_slower": 0.4}):
         assert compiler.lower_program is not plain
-        torch_trt_ref.compile(torch.nn.Linear(4, 4), (torch.randn(2, 4),), min_block_size=1)
+        torch_trt_ref.compile(torch.nn.Linear(4, 4).eval(), (torch.randn(2, 4),), min_block_size=1)
     assert compiler.lower_program is plain
     assert len(spins) == 1 and spins[0] > 0
     with inject.lowering_hook({"compile_slower": 0.3}):  # not a lowering spec: untouched

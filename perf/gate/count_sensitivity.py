@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                "trials": []}
     started = time.monotonic()
     for i in range(args.trials):
-        with CountPool(models=suite.models) as a, CountPool(models=suite.models) as b:
+        with CountPool(models=suite.built) as a, CountPool(models=suite.built) as b:
             for effect in effects:
                 say(f"trial {i + 1}/{args.trials}, effect {effect:g} "
                     f"({time.monotonic() - started:.0f} s)")

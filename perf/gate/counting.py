@@ -182,16 +182,17 @@ def _per_phase(counts: dict[str, Counter]) -> dict[str, dict[str, int]]:
     return out
 
 
-def compile_series(name: str, counts: dict[str, Counter]) -> dict[str, dict]:
+def compile_series(name: str, counts: dict[str, Counter], kind: str = "compile"
+                   ) -> dict[str, dict]:
     """The count tier's series of one compile: bytecodes of our code (``ops``) and Python
     calls (``calls``) per phase and in total; calls into torch and TensorRT in total."""
     out = {}
     for phase, c in _per_phase(counts).items():
-        out[f"compile/{name}/ops/{phase}"] = _s("ops", c["ops"])
-        out[f"compile/{name}/calls/{phase}"] = _s("calls", c["calls"])
+        out[f"{kind}/{name}/ops/{phase}"] = _s("ops", c["ops"])
+        out[f"{kind}/{name}/calls/{phase}"] = _s("calls", c["calls"])
     total = _per_phase(counts)[TOTAL]
-    out[f"compile/{name}/torch_calls/{TOTAL}"] = _s("calls", total["torch_calls"])
-    out[f"compile/{name}/trt_calls/{TOTAL}"] = _s("calls", total["trt_calls"])
+    out[f"{kind}/{name}/torch_calls/{TOTAL}"] = _s("calls", total["torch_calls"])
+    out[f"{kind}/{name}/trt_calls/{TOTAL}"] = _s("calls", total["trt_calls"])
     return out
 
 
@@ -225,6 +226,36 @@ def count_compile(name: str, spec: dict | None = None) -> dict[str, dict]:
 
 
 _PHASES = ("capture", "lowering", "partition", "conversion", "engine", "build", "weights")
+
+# the LLM groups' workload (issue 39): a static cache of 24 positions, a 16-token prompt
+LLM_PROMPT, LLM_NEW = 16, 8
+LLM_SHAPE = {"max_seq_len": LLM_PROMPT + LLM_NEW, "max_prompt_len": LLM_PROMPT}
+
+
+def llm_prompt() -> torch.Tensor:
+    """The fixed prompt of the LLM groups: [1, LLM_PROMPT] token ids."""
+    return (torch.arange(LLM_PROMPT) % 97 + 3).unsqueeze(0)
+
+
+def count_llm(name: str, spec: dict | None = None) -> dict[str, dict]:
+    """The count tier's series of decoder ``name`` (torch_trt_ref.llm.models): llm.compile
+    per compile phase, and its greedy generation of LLM_NEW tokens as phase ``generate``
+    (the runtime's and the reference executor's own Python work per step). ``spec``:
+    test-only extra work, as for ``count_compile``."""
+    import torch_trt_ref.llm as llm
+    from torch_trt_ref.llm.models import build
+
+    model = build(name)
+    counter = WorkCounter()
+    more, phase = (spec or {}).get("count_more"), (spec or {}).get("phase")
+    with phases_to(counter, {phase: more} if more else {}), counter.active():
+        compiled = llm.compile(model, **LLM_SHAPE)
+        counter.enter("generate")
+        llm.generate(compiled, llm_prompt(), max_new_tokens=LLM_NEW, eos_token_id=None)
+        if more and phase == "generate":
+            counter.burn(more, Counter(counter.counts["generate"]))
+        counter.leave()
+    return compile_series(name, counter.counts, kind="llm")
 
 
 def count_family(name: str, graphs: list, spec: dict | None = None) -> dict[str, dict]:

@@ -37,16 +37,21 @@ def measure(group: str, prepared: dict, spec: dict | None = None,
     if prepared.get("tier") == "counts":  # the count tier (a count server's child)
         if kind == "compile":
             return counting.count_compile(arg, spec)
+        if kind == "llm":
+            return counting.count_llm(arg, spec)
         if kind == "family":
             return counting.count_family(arg, _select(prepared["families"][arg], cases), spec)
         raise ValueError(f"the count tier counts compile:MODEL and family:NAME, not {group!r}")
     if kind == "compile":
         return compile_model(arg, spec)
+    if kind == "llm":
+        return llm_model(arg, spec)
     if kind == "family":
         return family(arg, _select(prepared["families"][arg], cases), spec)
     if kind == "canary":
         return canary()
-    raise ValueError(f"unknown group {group!r}; accepted: compile:MODEL, family:NAME, canary")
+    raise ValueError(f"unknown group {group!r}; accepted: compile:MODEL, llm:MODEL, "
+                     "family:NAME, canary")
 
 
 def compile_model(name: str, spec: dict | None = None) -> dict[str, dict]:
@@ -74,6 +79,48 @@ def compile_model(name: str, spec: dict | None = None) -> dict[str, dict]:
     for key, n in {**_report_counts(report), **counts}.items():
         out[f"{prefix}/count/{key}"] = _s("count", "1", n)
     return out
+
+
+def llm_model(name: str, spec: dict | None = None) -> dict[str, dict]:
+    """A 2-layer decoder (torch_trt_ref.llm.models) compiled over a static KV cache
+    (counting.LLM_SHAPE; process CPU seconds, per phase too), then its prefill latency and
+    per-token decode latency (``llm_steps``), peak RSS, engines and cache bytes.
+    ``spec``'s ``compile_slower`` slows llm.compile down (perf/gate/inject.py)."""
+    import torch_trt_ref.llm as llm
+    from torch_trt_ref.llm.models import build
+    from torch_trt_ref.memory import PeakRSS
+
+    model = build(name)
+    compile_fn = inject.compile_hook(llm.compile, spec)
+    with PeakRSS() as rss:
+        cpu = time.process_time()
+        compiled = compile_fn(model, **counting.LLM_SHAPE)
+        cpu = time.process_time() - cpu
+    prefill, decode = llm_steps(compiled)
+    report, prefix = compiled.compile_report, f"llm/{name}"
+    out = {f"{prefix}/cpu/total": _s("cpu", "s", cpu),
+           f"{prefix}/rss/peak": _s("rss", "MiB", rss.above_baseline / 2**20),
+           f"{prefix}/latency/prefill": _s("latency", "s", prefill),
+           f"{prefix}/latency/decode": _s("latency", "s", decode),
+           f"{prefix}/count/engines": _s("count", "1", len(report.engines)),
+           f"{prefix}/count/cache_bytes": _s("count", "B", report.kv_cache.bytes)}
+    for phase, seconds in report.phases_cpu.items():
+        out[f"{prefix}/cpu/{phase}"] = _s("cpu", "s", seconds)
+    return out
+
+
+def llm_steps(compiled) -> tuple[float, float]:
+    """Wall seconds to the first token of ``llm.generate`` on counting.LLM_PROMPT tokens (the
+    prefill) and the fastest of its counting.LLM_NEW - 1 decode steps, after a warm-up
+    generation."""
+    import torch_trt_ref.llm as llm
+
+    for _ in range(2):  # the first generation is the warm-up
+        stamps = [time.perf_counter()]
+        llm.generate(compiled, counting.llm_prompt(), max_new_tokens=counting.LLM_NEW,
+                     eos_token_id=None, on_token=lambda _: stamps.append(time.perf_counter()))
+    gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+    return gaps[0], min(gaps[1:])
 
 
 def _counting():

@@ -164,7 +164,7 @@ def count_suspects(rows: list[Screened]) -> list[Screened]:
 
 def ab_each(group: str) -> int:
     """Processes per side when confirming ``group``: more for the cheap micro-benchmarks."""
-    return AB_EACH if group.startswith("compile:") else CHEAP_AB_EACH
+    return AB_EACH if group.startswith(("compile:", "llm:")) else CHEAP_AB_EACH
 
 
 def abba(each: int = AB_EACH) -> list[str]:

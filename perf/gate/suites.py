@@ -24,14 +24,23 @@ class Suite:
     families: bool = True  # the converter-family micro-benchmarks (all families)
     # fresh processes per compile group in each round (a run's samples: processes x this)
     compile_children: int = 1
+    # decoder LLMs (torch_trt_ref.llm.models, 2 layers): compiled with llm.compile over a
+    # static KV cache, then prefill and decode timed (issue 39), one process per round
+    llms: tuple[str, ...] = ()
 
     def children(self, group: str) -> int:
         """Fresh processes ``group`` gets in each round."""
         return self.compile_children if group.startswith("compile:") else 1
 
+    @property
+    def built(self) -> tuple[str, ...]:
+        """The groups a count server builds before its first fork (Note [What a count
+        server holds])."""
+        return tuple(f"compile:{m}" for m in self.models) + tuple(f"llm:{m}" for m in self.llms)
+
     def groups(self, families: list[str]) -> list[str]:
         """The groups of this suite, given the converter families the worker found."""
-        return ([f"compile:{m}" for m in self.models]
+        return (list(self.built)
                 + ([f"family:{f}" for f in families] if self.families else []) + [CANARY])
 
 
@@ -42,10 +51,10 @@ SUITES = {
     # ~10 s; TensorRT's build phase takes one of two levels per process, ~0.21 or ~0.28 s on
     # resnet18, so the minimum of 3 processes often missed the lower one: docs/regressions.md)
     "quick": Suite("quick", ("lgamma_graph", "unconvertible", "bert_2layer", "resnet18"), 3,
-                   compile_children=3),
+                   compile_children=3, llms=("gpt2",)),
     "full": Suite("full", ("lgamma_graph", "unconvertible", "bert_2layer", "resnet18",
                            "mobilenet_v2", "gpt2_2layer", "llama_2layer", "qwen2_2layer",
-                           "t5_2layer"), 5),
+                           "t5_2layer"), 5, llms=("gpt2", "llama")),
 }
 
 
@@ -54,6 +63,12 @@ def suite(name: str) -> Suite:
         return SUITES[name]
     except KeyError:
         raise ValueError(f"unknown suite {name!r}; accepted: {', '.join(SUITES)}") from None
+
+
+def is_compile(series: str) -> bool:
+    """Whether ``series`` comes from compiling a model (``compile/...``, ``llm/...``): what
+    the A/B screen measures on another machine."""
+    return series.startswith(("compile/", "llm/"))
 
 
 def group_of(series: str) -> str:

@@ -13,7 +13,7 @@ from typing import Callable
 from . import rules, store
 from .confirm import BaseCannotMeasure, confirm_group
 from .runner import count_suite, grouped, run_suite
-from .suites import Suite, group_of
+from .suites import Suite, group_of, is_compile
 
 TIERS = ("time", "counts")
 
@@ -117,7 +117,7 @@ def ab_screen(run: GateRun, open_a: Callable[[], object], open_b: Callable[[], o
     the confirmation rule there becomes the suspect (its history verdict is replaced); the
     confirm step then re-measures it on new servers. Other groups (converter families,
     whose counts the count tier judges) and peak RSS keep the history screen."""
-    groups = sorted({group_of(r.name) for r in run.rows if r.name.startswith("compile/")
+    groups = sorted({group_of(r.name) for r in run.rows if is_compile(r.name)
                      and r.type in rules.TIME_TYPES})
     if not groups:
         return run

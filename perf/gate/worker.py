@@ -88,8 +88,8 @@ def serve(kind: str, models: list[str] | None = None, families: bool = True) -> 
     prepared: dict = {"tier": "counts" if kind == COUNTS else "time"}
     groups = {"families": [], "cases": {}, "skipped": {}, "library": torch_trt_ref.__file__}
     if kind == COUNTS:  # Note [What a count server holds]
-        for name in models or []:
-            _warm(f"compile:{name}", prepared)
+        for group in models or []:  # groups ("compile:resnet18", "llm:gpt2") or models
+            _warm(group if ":" in group else f"compile:{group}", prepared)
     if kind == "families" or (kind == COUNTS and families):
         from .families import SKIPPED
 
@@ -129,15 +129,20 @@ def _warm(group: str, prepared: dict) -> dict | None:
     error reply when the model cannot be built."""
     kind, _, name = group.partition(":")
     warm = prepared.setdefault("warm", set())
-    if kind != "compile" or name in warm:
+    if kind not in ("compile", "llm") or group in warm:
         return None
-    from zoo.registry import get
-
     try:
-        get(name).factory()
+        if kind == "llm":
+            from torch_trt_ref.llm.models import build
+
+            build(name)
+        else:
+            from zoo.registry import get
+
+            get(name).factory()
     except Exception as err:  # noqa: BLE001  (reported to the client)
         return _error(group, err)
-    warm.add(name)
+    warm.add(group)
     _freeze()
     return None
 
@@ -268,7 +273,8 @@ class Pool:
 
 class CountPool(Pool):
     """The count tier's server for the library of ``tree`` (perf/gate/counting.py): one server
-    measures every group, after building ``models`` (the suite's) and the family graphs."""
+    measures every group, after building ``models`` (the suite's groups to build:
+    ``Suite.built``) and the family graphs."""
 
     kind = COUNTS
 
