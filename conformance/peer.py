@@ -13,7 +13,10 @@ a GPU: ``interpret_module_to_result`` (builds the network as the peer does, then
 snapshot instead of building an engine) and ``TorchTensorRTModule`` (runs that snapshot on
 our executor, with the peer's input and output conventions). Nothing on the compile path
 is changed: every lowering pass, the support check, the partitioner and every converter
-are the peer's own code."""
+are the peer's own code. One placement is: the peer moves the subgraphs it leaves to
+PyTorch to its target device (``to_torch_device(settings.device)``, cuda:0); here they stay
+on the CPU, where the model and our executor run (``compile_program(whole_graph=False)``,
+the zoo's partial compiles)."""
 
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ if not torch.cuda.is_available():  # P1/P2: only platform checks read these
     torch.cuda.current_device = lambda: 0
 
 import torch_tensorrt  # noqa: E402  (after the patches above)
-from torch_tensorrt.dynamo import partitioning  # noqa: E402
+from torch_tensorrt.dynamo import _compiler, partitioning  # noqa: E402
 from torch_tensorrt.dynamo.conversion import _conversion  # noqa: E402
 from torch_tensorrt.dynamo.conversion._TRTInterpreter import TRTInterpreter  # noqa: E402
 from torch_tensorrt.dynamo.partitioning._global_partitioner import (  # noqa: E402
@@ -53,13 +56,18 @@ class SentToPyTorch(Exception):
 
 
 _original_support = partitioning.get_graph_converter_support
+# whole_graph: a graph the peer does not support fully raises SentToPyTorch (conformance
+# cells); support: the last support count (supported, total), read by the zoo's records
+_STATE: dict[str, Any] = {"whole_graph": True, "support": None}
 
 
 def _support(gm: torch.fx.GraphModule, torch_executed_ops: Any):
-    """The peer's own support count; a graph it does not support fully stops here, before
-    the partitioner would move the unsupported part to a (missing) GPU."""
+    """The peer's own support count; with ``whole_graph`` a graph it does not support fully
+    stops here (``SentToPyTorch``), else its partitioner goes on and leaves the unsupported
+    part to PyTorch on the CPU."""
     supported, total = _original_support(gm, torch_executed_ops)
-    if supported < total:
+    _STATE["support"] = (supported, total)
+    if supported < total and _STATE["whole_graph"]:
         check = TorchTensorRTOperatorSupport(torch_executed_ops=set(torch_executed_ops))
         modules = dict(gm.named_modules())
         ops = sorted({str(n.target) for n in gm.graph.nodes if n.op == "call_function"
@@ -168,6 +176,7 @@ class SnapshotModule(torch.nn.Module):
 partitioning.get_graph_converter_support = _support
 _conversion.interpret_module_to_result = _interpret
 _conversion.TorchTensorRTModule = SnapshotModule
+_compiler.to_torch_device = lambda device=None: torch.device("cpu")
 
 
 def peer_input(min_shape, opt_shape, max_shape, dtype: torch.dtype):
@@ -178,14 +187,34 @@ def peer_input(min_shape, opt_shape, max_shape, dtype: torch.dtype):
                                 max_shape=tuple(max_shape), dtype=dtype)
 
 
-def compile_program(ep, inputs: list) -> torch.fx.GraphModule:
-    """``torch_tensorrt.dynamo.compile`` of ``ep`` (min_block_size 1, fp32 default settings
-    otherwise), engines replaced by ``SnapshotModule``. Raises ``SentToPyTorch`` when the
-    peer would leave any op to PyTorch."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return torch_tensorrt.dynamo.compile(ep, arg_inputs=inputs, device="cuda:0",
-                                             offload_module_to_cpu=True, min_block_size=1)
+def compile_program(ep, inputs: list, kwarg_inputs: dict | None = None, *,
+                    whole_graph: bool = True, **settings: Any) -> torch.fx.GraphModule:
+    """``torch_tensorrt.dynamo.compile`` of ``ep`` (min_block_size 1 unless ``settings``
+    say otherwise, the peer's defaults for the rest), engines replaced by
+    ``SnapshotModule``. With ``whole_graph`` it raises ``SentToPyTorch`` when the peer would
+    leave any op to PyTorch; without, the peer partitions and ``support()`` tells how much
+    it converted."""
+    _STATE.update(whole_graph=whole_graph, support=None)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return torch_tensorrt.dynamo.compile(
+                ep, arg_inputs=inputs, kwarg_inputs=kwarg_inputs, device="cuda:0",
+                offload_module_to_cpu=True, **{"min_block_size": 1, **settings})
+    finally:
+        _STATE["whole_graph"] = True
+
+
+def support() -> tuple[int, int] | None:
+    """(supported, total) nodes of the last ``compile_program``'s graph, by the peer's own
+    converter support check (None before one ran)."""
+    return _STATE["support"]
+
+
+def torch_segments(compiled: torch.fx.GraphModule) -> int:
+    """Subgraphs the peer's partitioner left to PyTorch (its ``_run_on_gpu_*`` modules)."""
+    return sum(1 for name, m in compiled.named_children()
+               if isinstance(m, torch.fx.GraphModule) and not name.startswith("_run_on_acc"))
 
 
 def snapshots(compiled: torch.fx.GraphModule) -> list[NetworkSnapshot]:

@@ -44,6 +44,8 @@ def _default_out(args: argparse.Namespace) -> str:
 
 
 def run_command(args: argparse.Namespace) -> int:
+    if args.backend == "torch_tensorrt":
+        return _run_peer(args)
     from .harness import sweep
     from .schema import read_records
 
@@ -78,6 +80,24 @@ def run_command(args: argparse.Namespace) -> int:
     print("\n".join(["Ratios vs the anchor (fp32):", *anchor_section(records)]))
     failed = [r for r in records if r["status"] != "ok"]
     print(f"zoo: {len(records) - len(failed)}/{len(records)} cells ok", file=sys.stderr)
+    return 1 if failed and args.fail_on_error else 0
+
+
+def _run_peer(args: argparse.Namespace) -> int:
+    """``--backend torch_tensorrt``: the cells through Torch-TensorRT beside ours
+    (``zoo/peer_run.py``); needs the peer's environment."""
+    if args.full or args.tags or args.strategies or args.rp or args.dynamic or args.ray:
+        raise ValueError("--backend torch_tensorrt runs --quick or --models with "
+                         "--precisions fp32/fp16 (strategy fast, static shapes) only")
+    from .peer_run import ours_python, peer_cells, run_side_by_side
+
+    python = ours_python(args.ours_python)
+    cells = peer_cells(None if args.quick else args.models, args.precisions)
+    out = Path(args.out or "out/zoo_peer.jsonl")
+    print(f"zoo: {len(cells)} cells through ours and Torch-TensorRT -> {out}", file=sys.stderr)
+    pairs = run_side_by_side(cells, out, python, progress=not args.no_progress)
+    print(out.with_suffix(".md").read_text())
+    failed = [r for pair in pairs for r in pair if r["status"] != "ok"]
     return 1 if failed and args.fail_on_error else 0
 
 
@@ -212,6 +232,15 @@ def add_subcommands(subparsers) -> None:
                        "dynamic sequence length (zoo.matrix.quick_matrix)")
     which.add_argument("--full", action="store_true",
                        help="every model x strategy x resource partitioning x precision")
+    run.add_argument("--backend", choices=("torch_trt_ref", "torch_tensorrt"),
+                     default="torch_trt_ref",
+                     help="torch_tensorrt: each cell also compiled by Torch-TensorRT itself "
+                     "(its networks run on our reference executor), partitions, layers and "
+                     "accuracy beside ours in one table; run in the peer's environment "
+                     "(../shared/peer/setup.sh), docs/zoo.md")
+    run.add_argument("--ours-python", metavar="PYTHON",
+                     help="with --backend torch_tensorrt: the python of this project's "
+                     "environment, which runs our side (default $TORCH_TRT_REF_PYTHON)")
     run.add_argument("--models", nargs="+", choices=sorted(ZOO), metavar="MODEL",
                      help="zoo models to run (torch-trt-ref zoo list)")
     run.add_argument("--tags", nargs="+", help="models with any of these tags")

@@ -50,13 +50,15 @@ def worker_pythonpath() -> str:
 
 
 def run_in_subprocess(cell: Cell, timeout: float = DEFAULT_TIMEOUT,
-                      measure: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Run ``python -m zoo.cell`` for one cell; a timeout or a crash becomes a record with
-    status "timeout" / "crashed" instead of an exception."""
+                      measure: dict[str, Any] | None = None,
+                      python: str | None = None) -> dict[str, Any]:
+    """Run ``python -m zoo.cell`` for one cell (with ``python``, default this interpreter);
+    a timeout or a crash becomes a record with status "timeout" / "crashed" instead of an
+    exception."""
     measure = measure or {}
     with tempfile.TemporaryDirectory(prefix="zoo-cell-") as tmp:
         out = os.path.join(tmp, "record.json")
-        cmd = [sys.executable, "-m", "zoo.cell", "--cell", json.dumps(cell.to_json()),
+        cmd = [python or sys.executable, "-m", "zoo.cell", "--cell", json.dumps(cell.to_json()),
                "--out", out]
         for flag in ("warmup", "runs", "max_seconds"):
             if flag in measure:
