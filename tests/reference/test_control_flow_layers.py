@@ -186,6 +186,22 @@ def _if(net, cond, x):
     return conditional.add_output(then, other).get_output(0)
 
 
+@pytest.mark.parametrize("kind", [trt.LoopOutput.CONCATENATE, trt.LoopOutput.REVERSE])
+def test_zero_iterations_concatenate_to_an_empty_tensor(net, kind):
+    """ILoopOutputLayer's API: the output has the input's dims with the length a (input 1)
+    inserted at the axis ([b, c] -> [b, a, c] for axis 1), so a loop that runs no iteration
+    with a = 0 gives an empty [2, 0, 3] tensor. Eager torch agrees on such an empty result:
+    pdist of one row has no pairs (shape (0,)), the case Torch-TensorRT's pdist loop hits
+    (its trip count n(n-1)/2 is 0). Before the fix the executor refused it."""
+    x = net.add_input("x", trt.float32, (4, 2, 3))
+    n = net.add_input("n", trt.int32, ())
+    loop = _count_loop(net, n)
+    out = _concat(loop, loop.add_iterator(x).get_output(0), kind, n, axis=1)
+    (got,) = _run(net, [out], x=torch.randn(4, 2, 3), n=torch.tensor(0, dtype=torch.int32))
+    assert got.shape == (2, 0, 3) and got.dtype == torch.float32
+    assert torch.nn.functional.pdist(torch.randn(1, 3, dtype=torch.float64)).shape == (0,)
+
+
 @pytest.mark.parametrize("taken", [True, False])
 def test_conditional_picks_a_branch(net, taken):
     """"CONDITION" picks the branch, "CONDITIONAL_INPUT" passes x in, "CONDITIONAL_OUTPUT"

@@ -122,7 +122,7 @@ def _run_loop(loop: Region, values: dict, device: torch.device) -> None:
         for layer, seen in zip(outputs, history):
             seen.append(values[layer.inputs[0]])
     for layer, seen in zip(outputs, history):
-        _run_layer(layer, values, device, history=seen)
+        _run_layer(layer, values, device, history=seen, output=layer.outputs[0])
 
 
 def _run_conditional(conditional: Region, values: dict, device: torch.device) -> None:

@@ -46,26 +46,42 @@ def iterator(inputs, loop, axis, reverse, *, index, count):
 
 
 @reference_layer("LOOP_OUTPUT", "ILoopOutputLayer", attrs=("loop", "kind", "axis"))
-def loop_output(inputs, loop, kind, axis, *, history):
+def loop_output(inputs, loop, kind, axis, *, history, output):
     """LAST_VALUE: the input is a RECURRENCE output; the loop's output is its value after
     the last iteration (the executor advances the recurrences once more before exiting, so
     that value is input 0 now). The API pages only say "the last value"; this reading is the
     one TensorRT's ONNX parser relies on for the final state of Loop and Scan, and ONNX's
     test_loop11 and test_scan* expected outputs confirm it. CONCATENATE: the input's value
     of every iteration, stacked along a new dimension at ``axis`` whose length is input 1
-    (a 0-D shape tensor set before the loop). REVERSE: the same in reverse iteration order."""
+    (a 0-D shape tensor set before the loop). REVERSE: the same in reverse iteration order.
+    ``output`` is the TensorInfo TensorRT inferred for the layer's output."""
     if kind == "LAST_VALUE":
         return (inputs[0],)
     length = int(inputs[1])
+    if length == 0 and not history:
+        return (_empty_concatenation(loop, axis, output, inputs[1].device),)
     # Note [Concatenation length]: TensorRT does not say what fills a CONCATENATE/REVERSE
     # output when the loop ran fewer (or more) iterations than input 1 asks for; the
-    # reference refuses rather than guess. After no iteration at all the slices' shape is
-    # unknown here, so that is refused too.
-    if len(history) != length or not history:
+    # reference refuses rather than guess.
+    if len(history) != length:
         raise ValueError(f"loop {loop} output: {len(history)} iterations ran, input 1 "
                          f"asks for {length}")
     values = history[::-1] if kind == "REVERSE" else history
     return (torch.stack(values, dim=axis),)
+
+
+def _empty_concatenation(loop, axis, output, device) -> torch.Tensor:
+    """A CONCATENATE/REVERSE output of length 0 after no iteration: ILoopOutputLayer's API
+    gives the output the input's dimensions [b, c, d] with the length a inserted at
+    ``axis`` (setAxis(0): [a, b, c, d]), so with a = 0 it is an empty tensor of those dims,
+    whatever the (never computed) slices hold. The input's dims are the output's without
+    ``axis``, as TensorRT inferred them; one TensorRT leaves to run time (-1) cannot be
+    known without an iteration, and is refused."""
+    dims = [d for i, d in enumerate(output.shape) if i != axis]
+    if any(d < 0 for d in dims):
+        raise ValueError(f"loop {loop} output: no iteration ran and the slices' shape "
+                         f"{tuple(dims)} is only known at run time (-1)")
+    return torch.empty(dims[:axis] + [0] + dims[axis:], dtype=output.dtype, device=device)
 
 
 @reference_layer("CONDITION", "IConditionLayer", attrs=("conditional",))
