@@ -46,6 +46,24 @@ _TRUNC_MEAN = (
     "is a true division (eager has fractions), so the network (FLOOR_DIV with SIGN/ABS: "
     "aten.div.Tensor_mode) truncates each mean")
 
+_BAG_END = (
+    "the peer's embedding_bag converter (impl/embedding.py, "
+    "embedding_bag_with_ITensor_offsets) sets the outer loop's next bag end to "
+    "gather(offsets, i + 1) in every iteration, so the last iteration gathers offsets at "
+    "index len(offsets) (offsets with the total length appended): out of range, where "
+    "TensorRT's Gather operator page says every index must obey 0 <= I < "
+    "input_dimensions[axis]; on a GPU that is a read past the buffer (undefined). The "
+    "value is never used: with that one read clamped, sum, mean, max and "
+    "include_last_offset cells match eager float64. Repro: "
+    "conformance/peer_repros/embedding_bag.py")
+_FIXED_WINDOW = (
+    "adaptive average pooling averages window i over [floor(i*in/out), ceil((i+1)*in/"
+    "out)) (torch's definition; the windows differ in size when out does not divide in); "
+    "the peer's adaptive_avg_poolNd (impl/pool.py) uses one POOLING AVERAGE with stride in "
+    "// out and window in - (out-1)*stride, e.g. (2, 3, 3) with stride (2, 1, 1) for "
+    "4x5x6 -> 2x3x4, and window 4 stride 1 for 7 -> 4 (after repeating rows where out > "
+    "in): it averages other elements. Repro: conformance/peer_repros/adaptive_avg_pool.py")
+
 TRIAGE: list[Rule] = [
     Rule("aten.add.Scalar-s0-*", PEER_BUG,
          "aten_ops_add reads alpha from kwargs only; add.Scalar's schema `add.Scalar(Tensor "
@@ -90,11 +108,21 @@ TRIAGE: list[Rule] = [
          "list is passed for a 2-D or 3-D transposed convolution), so the layer keeps "
          "stride 1 and the output shape (TensorRT's own inference) differs from eager's",
          message=" shape ("),
-    Rule("aten._adaptive_avg_pool*d.default-mixed-*", PEER_BUG,
-         "adaptive average pooling averages window i over [floor(i*in/out), ceil((i+1)*in/"
-         "out)) (torch's definition; the windows differ in size when out does not divide "
-         "in); the peer's network is one POOLING AVERAGE with a fixed window (2, 3, 3) and "
-         "stride (2, 1, 1) for 4x5x6 -> 2x3x4, which averages other elements"),
+    Rule("aten._adaptive_avg_pool*d.default-mixed-*", PEER_BUG, _FIXED_WINDOW),
+    Rule("aten._adaptive_avg_pool2d.default-dyn_upsampling-*", PEER_BUG, _FIXED_WINDOW,
+         message="RMSE vs float64"),
+    Rule("*embedding_bag*padding_idx*", PEER_BUG,
+         "two bugs: " + _BAG_END + ". And padding_idx is dropped: the peer's converter "
+         "passes no padding_idx (impl/embedding.py: 'ignore padding_idx') while its "
+         "validator accepts the node, so bags count the padding rows (with the read "
+         "clamped, RMSE 0.69 vs float64)", message="gather index out of range"),
+    Rule("*embedding_bag*", PEER_BUG, _BAG_END, message="gather index out of range"),
+    Rule("opinfo:nn.functional.soft_margin_loss-*", PEER_BUG,
+         "soft_margin_loss is log1p(exp(-y*x)) (torch's decomposition); the peer's log1p "
+         "converter (impl/unary/ops.py) computes LOG(1 + x) in the input's float type, so "
+         "for x = exp(-15) ~ 3.06e-7 the sum 1 + x rounds in float32 and the network returns "
+         "3.58e-7 (17% high) where eager bf16 gives 3.05e-7 and float64 3.04e-7. "
+         "Repro: conformance/peer_repros/log1p_small.py", message="RMSE vs float64"),
     Rule("*", PEER_BUG, _INVALID, message="the peer's network is invalid"),
     # the same, as runs before InvalidNetwork reported it (TensorRT's Dims of -1 rank)
     Rule("*", PEER_BUG, _INVALID, message="ValueError: __len__() should return >= 0"),
