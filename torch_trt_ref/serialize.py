@@ -83,6 +83,18 @@ def save(compiled: GraphModule, path: str | os.PathLike, plans: bool = True) -> 
     return path
 
 
+def zip_holds(path: Any, member: str) -> bool:
+    """Whether ``path`` is a zip file with ``member`` (anything else: False): how ``load``
+    tells the wrappers' files (a decoder's, a mutable module's) from a program's."""
+    if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
+        return False
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return member in archive.namelist()
+    except (zipfile.BadZipFile, OSError):
+        return False
+
+
 def _file_path(path: Any, verb: str, naming: str, instead) -> Path:
     """``save``'s or ``load``'s ``path`` as a Path: not a path is a TypeError, a folder an
     IsADirectoryError naming the path the user gave and what to give ``instead``."""

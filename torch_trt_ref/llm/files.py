@@ -19,6 +19,7 @@ from pathlib import Path
 from ..errors import SerializationError
 from ..serialize import load as load_program
 from ..serialize import save as save_program
+from ..serialize import zip_holds
 from .compiled import DTYPES, CompiledDecoder
 
 FORMAT, VERSION = "torch_trt_ref.llm_decoder", 1
@@ -27,13 +28,7 @@ MARKER, PROGRAM = "llm_decoder.json", "program.trtref"
 
 def is_decoder_file(path: str | os.PathLike) -> bool:
     """True for a file ``save_decoder`` wrote (anything else: False)."""
-    if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
-        return False
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return MARKER in archive.namelist()
-    except (zipfile.BadZipFile, OSError):
-        return False
+    return zip_holds(path, MARKER)
 
 
 def _config_json(config) -> dict:

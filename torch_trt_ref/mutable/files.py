@@ -16,6 +16,7 @@ import torch
 from ..errors import SerializationError
 from ..serialize import load as load_program
 from ..serialize import save as save_program
+from ..serialize import zip_holds
 from . import view
 from .module import MutableModule, Update
 
@@ -27,13 +28,7 @@ _KEPT = ("settings", "_inputs", "_kwarg_inputs", "_ranges", "_applied", "_specs"
 def is_mutable_file(path: str | os.PathLike) -> bool:
     """True for a file ``save_mutable`` wrote (anything else: False, and the program
     loader says what is wrong with it)."""
-    if not isinstance(path, (str, os.PathLike)) or not os.path.isfile(path):
-        return False
-    try:
-        with zipfile.ZipFile(path) as archive:
-            return MARKER in archive.namelist()
-    except (zipfile.BadZipFile, OSError):
-        return False
+    return zip_holds(path, MARKER)
 
 
 def save_mutable(module: MutableModule, path: str | os.PathLike) -> Path:
