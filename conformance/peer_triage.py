@@ -191,6 +191,12 @@ TRIAGE: list[Rule] = [
          "shape (2, 3, 4); at the min shape (1, 3, 4) the count is half, so mean and var "
          "are off (error 0.76 / 0.30), at the opt shape they match (2e-7)",
          message="RMSE vs float64"),
+    Rule("aten.resize.default-*-dynamic", PEER_BUG,
+         "resize to a size with a dynamic dim: the peer's support check accepts the node "
+         "(aten.resize_ is in its converter table), then its compile raises torch's "
+         "'isIntList() INTERNAL ASSERT FAILED ... Expected IntList but got GenericList' "
+         "(the size list holds a symbolic int); static cells pass",
+         message="Expected IntList but got GenericList"),
     Rule("aten.nonzero.default-*", PEER_BUG,
          "the peer's support check accepts nonzero, then its converter raises 'This is only "
          "available in non TensorRT-RTX environments': its validator does not know its own "
