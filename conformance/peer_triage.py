@@ -197,6 +197,18 @@ TRIAGE: list[Rule] = [
          "'isIntList() INTERNAL ASSERT FAILED ... Expected IntList but got GenericList' "
          "(the size list holds a symbolic int); static cells pass",
          message="Expected IntList but got GenericList"),
+    Rule("aten.roll.default-two_dims-*", PEER_BUG,
+         "roll(x, [-5, 2], [0, -1]) on 3x4: the peer's network is one SLICE in WRAP mode "
+         "with start (3, 2); roll by -5 on 3 rows needs start 5 mod 3 = 2 (out[i] = x[(i + "
+         "5) mod 3]), and start 3 wraps to 0, the identity: eager's rows are x[2], x[0], "
+         "x[1], the network returns x unrolled along dim 0 (a shift larger than the dim is "
+         "not reduced modulo its size)", message="RMSE vs float64"),
+    Rule("aten.slice.Tensor-*-dynamic", PEER_BUG,
+         "x[1:-1] (and the symbolic slice) on a dynamic dim whose range reaches 1: eager "
+         "returns an empty tensor there; the peer's network computes the slice size as "
+         "end - start without clamping at 0, so at the min shape the SLICE gets size -1, a "
+         "negative output dim, which TensorRT cannot have (our executor fails on it with "
+         "torch.arange's message)", message="inconsistent with step sign"),
     Rule("aten.nonzero.default-*", PEER_BUG,
          "the peer's support check accepts nonzero, then its converter raises 'This is only "
          "available in non TensorRT-RTX environments': its validator does not know its own "
