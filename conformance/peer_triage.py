@@ -209,6 +209,19 @@ TRIAGE: list[Rule] = [
          "end - start without clamping at 0, so at the min shape the SLICE gets size -1, a "
          "negative output dim, which TensorRT cannot have (our executor fails on it with "
          "torch.arange's message)", message="inconsistent with step sign"),
+    Rule("opinfo:diag*-bf16-*", PEER_BUG,
+         "diag of a vector lowers to where over a constant mask; the peer's network casts "
+         "the bf16 values to INT32 before the SELECT (CAST BF16->INT32 ... SELECT ... CAST "
+         "INT32->BF16): diag([1.25, 2.5, -4.5]) comes back with 1, 2, -4 on the diagonal, "
+         "the bf16 where bug. Repro: conformance/peer_repros/where_bf16.py"),
+    Rule("aten.trunc.default-*-bf16-*", PEER_BUG,
+         "the peer's trunc converter (impl/unary/ops.py) returns a copy of its input when "
+         "the dtype is not float16/float32, counting bf16 as an integer type, so bf16 "
+         "values keep their fractions (max abs error < 1, eager exact)"),
+    Rule("aten.reciprocal.default-int-*", PEER_BUG,
+         "reciprocal of an int tensor is float in torch (1/2 = 0.5); the peer's network "
+         "divides in the integer type (1/2 = 0), the integer true division bug above"),
+    Rule("*", PEER_BUG, _RAISES, message="ZeroDivisionError: integer modulo by zero"),
     Rule("aten.nonzero.default-*", PEER_BUG,
          "the peer's support check accepts nonzero, then its converter raises 'This is only "
          "available in non TensorRT-RTX environments': its validator does not know its own "
