@@ -209,6 +209,14 @@ TRIAGE: list[Rule] = [
          "end - start without clamping at 0, so at the min shape the SLICE gets size -1, a "
          "negative output dim, which TensorRT cannot have (our executor fails on it with "
          "torch.arange's message)", message="inconsistent with step sign"),
+    *(Rule(f"opinfo:{op}-bf16-*", PEER_BUG,
+           f"{op} lowers to where; the peer's network casts the bf16 values to INT32 before "
+           "the SELECT (CAST BF16->INT32, SELECT, CAST ->BF16): masked_fill([1.25, x, -4.5], "
+           "m, 0.5) gives [1, 0, -4] and nan_to_num [1, 0, -4], the bf16 where bug. "
+           "Repro: conformance/peer_repros/where_bf16.py")
+      for op in ("masked_fill", "nan_to_num")),
+    Rule("opinfo:nn.functional.adaptive_avg_pool*", PEER_BUG, _FIXED_WINDOW,
+         message="RMSE vs float64"),
     Rule("opinfo:diag*-bf16-*", PEER_BUG,
          "diag of a vector lowers to where over a constant mask; the peer's network casts "
          "the bf16 values to INT32 before the SELECT (CAST BF16->INT32 ... SELECT ... CAST "
