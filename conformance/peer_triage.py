@@ -211,10 +211,20 @@ TRIAGE: list[Rule] = [
          "torch.arange's message)", message="inconsistent with step sign"),
     *(Rule(f"opinfo:{op}-bf16-*", PEER_BUG,
            f"{op} lowers to where; the peer's network casts the bf16 values to INT32 before "
-           "the SELECT (CAST BF16->INT32, SELECT, CAST ->BF16): masked_fill([1.25, x, -4.5], "
+           "the SELECT (CAST BF16->INT32, SELECT, CAST ->BF16; seen in the networks of "
+           "masked_fill, nan_to_num and this nll_loss sample): masked_fill([1.25, x, -4.5], "
            "m, 0.5) gives [1, 0, -4] and nan_to_num [1, 0, -4], the bf16 where bug. "
            "Repro: conformance/peer_repros/where_bf16.py")
-      for op in ("masked_fill", "nan_to_num")),
+      for op in ("masked_fill", "nan_to_num", "nn.functional.nll_loss", "triu",
+                 "nn.functional.softshrink")),
+    Rule("opinfo:trunc-bf16-*", PEER_BUG,
+         "the peer's trunc converter (impl/unary/ops.py) returns a copy of its input when "
+         "the dtype is not float16/float32, counting bf16 as an integer type"),
+    Rule("opinfo:nn.functional.softplus-*", PEER_BUG,
+         "the sample has beta=3, threshold=0.2; the peer's softplus converter "
+         "(impl/activation/ops.py) takes beta only (one ACTIVATION SOFTPLUS), so the "
+         "threshold is dropped: values with beta*x > 0.2 are log(1 + exp(beta*x))/beta "
+         "instead of x", message="RMSE vs float64"),
     Rule("opinfo:nn.functional.adaptive_avg_pool*", PEER_BUG, _FIXED_WINDOW,
          message="RMSE vs float64"),
     Rule("opinfo:diag*-bf16-*", PEER_BUG,
