@@ -96,6 +96,26 @@ def test_count_sensitivity_on_recorded_trials():
             assert (trial["effect"] == 0) == (ratio == 1.0)
 
 
+def test_five_percent_in_one_phase_regressed_in_20_of_20_trials():
+    """perf-data/results/count_sensitivity_20x5pct.json (issue 38: ``python -m
+    perf.gate.count_sensitivity --trials 20 --effects 0.05``, against 9 count runs of the
+    same commit): 5% more work in one phase, one whole compile and one family is REGRESSED
+    in all 20 trials, re-judged here from the recorded ratios, and nothing else is."""
+    from perf.gate.count_sensitivity import summarize
+
+    results = json.loads((store.DATA / "results" / "count_sensitivity_20x5pct.json")
+                         .read_text())
+    found = summarize(results)
+    assert found["trials"] == {"0.05": 20}
+    assert {k: v["0.05"] for k, v in found["flagged"].items()} == {
+        "phase": 20, "compile": 20, "family": 20}
+    assert found["controls_regressed"] == {"0.05": 0}
+    threshold = math.log1p(rules.MIN_EFFECT["work"])
+    for trial in results["trials"]:
+        for series, ratio in trial["ratios"].items():
+            assert (math.log(ratio) > threshold) == (series in trial["regressed"])
+
+
 def test_the_llm_group_counts_compile_and_generation_exactly():
     """The quick suite's decoder group (issue 39): llm.compile per phase and the greedy
     generation as phase ``generate`` repeat exactly in fresh processes of one count server,
