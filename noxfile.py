@@ -23,6 +23,16 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", "-n", "2", "--dist", "loadgroup", *session.posargs)
 
 
+@nox.session
+def full_checks(session: nox.Session) -> None:
+    """The tests with every generated check's full set (TORCH_TRT_REF_OPINFO=full): every
+    OpInfo sample, every zoo model's dynamic lowering routes, the full-size models that CI
+    leaves to their smaller twins (GPT-2 quantized, BERT-base/GPT-2/Llama/T5 lowering)."""
+    _install(session)
+    session.run("pytest", "-n", "2", "--dist", "loadgroup", *session.posargs,
+                env={"TORCH_TRT_REF_OPINFO": "full"})
+
+
 # The oldest torch the runtime supports (pyproject.toml; torch_trt_ref/runtime/opaque.py).
 RUNTIME_TORCH = "2.11.0"
 

@@ -2,6 +2,8 @@
 calibration, the float64 rule is judged against the eager quantized model, cosine and
 top-1 agreement with fp32 are reported, and quantization adds no engine."""
 
+import os
+
 import pytest
 
 from zoo.cell import run_cell
@@ -39,10 +41,15 @@ def test_matrix_accepts_quantized_precisions_only_by_name():
         matrix(["resnet18"], ["fast"], ["int4"])
 
 
+# the full-size GPT-2 (124M parameters; 20-60 s a cell on CI's 2 cores): with
+# TORCH_TRT_REF_OPINFO=full (the switch of every check's full set: nox -s full_checks)
+FULL = os.environ.get("TORCH_TRT_REF_OPINFO") == "full"
+
+
 @pytest.mark.parametrize("model, precision", [
-    ("gpt2_2layer", "int8"), ("gpt2_2layer", "fp8"),
-    pytest.param("gpt2", "int8", marks=pytest.mark.slow),
-    pytest.param("gpt2", "fp8", marks=pytest.mark.slow)])
+    ("gpt2_2layer", "int8"), ("gpt2_2layer", "fp8")] + ([
+        pytest.param("gpt2", "int8", marks=pytest.mark.slow),
+        pytest.param("gpt2", "fp8", marks=pytest.mark.slow)] if FULL else []))
 def test_gpt2_cells_pass_the_float64_rule(model, precision):
     """GPT-2's quantized lm_head input has elements within fp32 noise of a rounding boundary
     (docs/quantization.md, "Rounding ties"): gpt2 fp8 passes only tie-aware (2 of 24
