@@ -625,3 +625,28 @@ def test_a_confirmation_close_to_the_line_is_measured_once_more():
     pool_a, pool_b = _Sequence(same + [9.0] * 6), _Sequence(same + [0.1] * 6)
     [c] = confirm_group("compile:m", ["compile/m/cpu/total"], pool_a, pool_b, each=6)
     assert (len(c.a), len(c.b)) == (6, 6) and not c.regressed and not c.borderline
+
+
+@pytest.mark.parametrize("name, control", [
+    ("sensitivity_foreign_c43.json", False), ("sensitivity_foreign_burner_c43.json", False),
+    ("sensitivity_foreign_control_c43.json", True),
+    ("sensitivity_foreign_control_burner_c43.json", True)])
+def test_foreign_machine_trials_on_recorded_samples(name, control):
+    """The trials of issue 38 on a machine whose canary read x3.75-x3.88 of the history's
+    (perf/gate/sensitivity.py --history-scale 3, some beside a memory hog): every
+    confirmation re-judged from its samples; every scenario (whole compile, lowering only,
+    one family, the unsupported op) REGRESSED in every injected trial, nothing else in any
+    trial, and no target in an unchanged one."""
+    from perf.gate.sensitivity import summarize
+
+    results = json.loads((store.DATA / "results" / name).read_text())
+    for trial in results["trials"]:
+        assert trial["foreign"] and trial["canary"] > 3
+        for series, v in trial["confirmations"].items():
+            c = rules.Confirmation(series, v["type"], v["a"], v["b"])
+            assert c.regressed == v["regressed"] and (series in trial["regressed"]) == c.regressed
+    found = summarize(results)
+    n = len(results["trials"])
+    assert found["flagged"] == {k: 0 if control else n
+                                for k in ("family", "compile", "unsupported", "lowering")}
+    assert found["controls_regressed"] == {}
