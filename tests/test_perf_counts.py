@@ -129,15 +129,11 @@ def test_the_llm_group_counts_compile_and_generation_exactly():
     with CountPool(models=("llm:gpt2",), families=False) as pool:
         first, second = (pool.measure("llm:gpt2") for _ in range(2))
         more = pool.measure("llm:gpt2", {"count_more": 0.05, "phase": "generate"})
-    # our own bytecodes repeat exactly; torch.export of a transformers model made one
-    # Python call more in one of two processes once (763387 against 763386 in capture)
-    assert {n: v for n, v in first.items() if "/ops/" in n} == {
-        n: v for n, v in second.items() if "/ops/" in n}
-    assert all(abs(first[n]["value"] / second[n]["value"] - 1) < 1e-5
-               for n in first if second[n]["value"])
+    # only our own bytecodes and TensorRT calls: torch's Python calls under export moved
+    assert first == second and all("/ops/" in n or "/trt_calls/" in n for n in first)
     assert first["llm/gpt2/ops/generate"]["value"] > 10_000  # the executor's steps
     assert first["llm/gpt2/trt_calls/total"]["value"] > 0
     ratios = {n: more[n]["value"] / first[n]["value"] for n in first if first[n]["value"]}
     assert 1.03 < ratios["llm/gpt2/ops/generate"] < 1.08
     assert {n for n, r in ratios.items() if r != 1.0} <= {
-        f"llm/gpt2/{k}/{p}" for k in ("ops", "calls") for p in ("generate", "total")}
+        f"llm/gpt2/ops/{p}" for p in ("generate", "total")}
