@@ -26,19 +26,22 @@ def spin(seconds: float) -> None:
         pass
 
 
-def compile_hook(compile_fn, spec: dict | None):
-    slower = (spec or {}).get("compile_slower")
-    if not slower:
-        return compile_fn
-
-    @functools.wraps(compile_fn)
-    def slow_compile(*args, **kwargs):
+def slowed(fn, slower: float):
+    """``fn`` spinning ``slower`` x its own CPU time after each call (inside any phase it
+    runs in)."""
+    @functools.wraps(fn)
+    def slow(*args, **kwargs):
         start = time.process_time()
-        result = compile_fn(*args, **kwargs)
+        result = fn(*args, **kwargs)
         spin(slower * (time.process_time() - start))
         return result
 
-    return slow_compile
+    return slow
+
+
+def compile_hook(compile_fn, spec: dict | None):
+    slower = (spec or {}).get("compile_slower")
+    return slowed(compile_fn, slower) if slower else compile_fn
 
 
 @contextlib.contextmanager
@@ -52,15 +55,7 @@ def lowering_hook(spec: dict | None):
     from torch_trt_ref import compiler
 
     plain = compiler.lower_program
-
-    @functools.wraps(plain)
-    def slow_lowering(*args, **kwargs):
-        start = time.process_time()
-        result = plain(*args, **kwargs)
-        spin(slower * (time.process_time() - start))
-        return result
-
-    compiler.lower_program = slow_lowering
+    compiler.lower_program = slowed(plain, slower)
     try:
         yield
     finally:
