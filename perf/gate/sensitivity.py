@@ -23,7 +23,7 @@ RSS and latency (the slowdown spins after ``compile()`` returns, so its phases a
 touched), except MODEL2's group, whose partition the unsupported op changes. Writes
 perf-data/results/sensitivity.json (every trial's screen, its compiles' CPU samples and every
 confirmation's samples);
-tests/test_perf_gate.py re-judges them and checks the rates."""
+tests/test_perf_sensitivity.py re-judges them and checks the rates."""
 
 from __future__ import annotations
 
