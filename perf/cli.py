@@ -279,8 +279,10 @@ def add_subcommands(subparsers) -> None:
                                                 "(default: that of the newest history run)")
     g.add_argument("--max-suspects", type=number(int, low_included=True),
                    default=rules.MAX_SUSPECTS,
-                   help="suspects confirmed A/B at most, furthest above their history "
-                        f"first (default {rules.MAX_SUSPECTS})")
+                   help="suspects of the history screen confirmed A/B at most, furthest "
+                        f"above their history first (default {rules.MAX_SUSPECTS}); on a "
+                        "machine that is not the history's every suspect of the A/B screen "
+                        "is confirmed besides")
     g.add_argument("--ab-each", type=number(int), default=None,
                    help=f"processes per side in a confirmation (default {rules.AB_EACH} for "
                         f"compile groups, {rules.CHEAP_AB_EACH} for micro-benchmarks)")
