@@ -1,9 +1,16 @@
 """Run as a script by tests/test_plugin.py in a fresh process (it may abort): parse a
 one-node ONNX model whose op is a Python ``IPluginCreatorV3One`` registered with TensorRT
 for RTX, build the network CPU-only and print what came out (Note [Plugin layers in
-TensorRT for RTX], torch_trt_ref/conversion/plugin.py)."""
+TensorRT for RTX], torch_trt_ref/conversion/plugin.py). With the argument ``shim``
+torch_trt_ref is imported first, which opens TensorRT's libraries through its folder of
+links (Note [TensorRT for RTX through a folder of links], torch_trt_ref/_trt.py)."""
 
-import tensorrt_rtx as trt
+import sys
+
+if sys.argv[1:] == ["shim"]:
+    import torch_trt_ref  # noqa: F401
+
+import tensorrt_rtx as trt  # noqa: E402
 from onnx import TensorProto, helper
 
 _NS, _NAME = "torch_trt_ref_probe", "Doubler"

@@ -1,5 +1,6 @@
-"""Run by tests/test_plugin.py in a fresh process. ``compile OUT``: with libtensorrt_rtx.so
-on LD_LIBRARY_PATH (Note [Plugin layers in TensorRT for RTX]), compile the models of
+"""Run by tests/test_plugin.py in a fresh process. ``compile OUT``: in a plain process (the
+import shim opens libtensorrt_rtx.so through its folder of links: Note [TensorRT for RTX
+through a folder of links]), compile the models of
 plugin_example_ops.py with plugin converters, save one program and write what happened
 (JSON) and the tensors to compare; ``load OUT``: load the program in a process that never
 imported the ops and run it on the saved input."""

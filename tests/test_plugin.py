@@ -1,14 +1,17 @@
 """``conversion.plugin("ns::op")`` (docs/converters.md "Custom ops and plugins"). TensorRT
 for RTX 1.7.1 adds a plugin layer only through its ONNX parser, which aborts a process that
 cannot open ``libtensorrt_rtx.so`` (Note [Plugin layers in TensorRT for RTX]); the evidence
-is held here. Where the library opens (a fresh process with a link on LD_LIBRARY_PATH:
-tests/plugin_script.py) the op becomes a plugin layer in the engine, judged by the float64
-rule with the op's own kernel as its reference, and a saved program loads in a process that
-never imported the op. Elsewhere ``plugin`` raises ``PluginUnavailable`` and the op runs in
-a PyTorch segment, judged by the same rule."""
+is held here. The import shim opens the wheel's libraries through a folder of links that
+holds that name (Note [TensorRT for RTX through a folder of links], ``_trt.py``), so in a
+plain process that imports torch_trt_ref (tests/plugin_script.py, no LD_LIBRARY_PATH) the
+op becomes a plugin layer in the engine, judged by the float64 rule with the op's own kernel
+as its reference, and a saved program loads in a process that never imported the op. Where
+the library cannot be opened (tensorrt_rtx imported first) ``plugin`` raises
+``PluginUnavailable`` and the op runs in a PyTorch segment, judged by the same rule."""
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import resource
@@ -22,15 +25,35 @@ import torch
 import torch_trt_ref
 from torch_trt_ref._trt import IS_RTX, trt
 from torch_trt_ref.accuracy import judge
-from torch_trt_ref.conversion import PluginUnavailable, plugin
+from torch_trt_ref.conversion import plugin
 from torch_trt_ref.conversion.plugin import custom_op_overload, library_on_search_path
 
 rtx_only = pytest.mark.skipif(not IS_RTX, reason="the evidence is about tensorrt_rtx 1.7.1")
 _PROBE = Path(__file__).with_name("plugin_probe.py")
 _SCRIPT = Path(__file__).with_name("plugin_script.py")
-no_library_here = pytest.mark.skipif(
-    library_on_search_path() is not None,
-    reason="this process can open libtensorrt_rtx.so, so plugin() registers instead")
+
+
+def _system_opens_the_library() -> bool:
+    """Whether a process that imports tensorrt_rtx by itself (no shim) can open the
+    unversioned library: beside the wheel's, or on the loader's own search path."""
+    if (Path(trt.__file__).parent.parent / "tensorrt_rtx_libs" / "libtensorrt_rtx.so").exists():
+        return True
+    try:
+        ctypes.CDLL("libtensorrt_rtx.so")
+    except OSError:
+        return False
+    return True
+
+
+_UNAVAILABLE = """
+import tensorrt_rtx  # first: its libraries open from the wheel's folder, without the shim's links
+import torch_trt_ref, plugin_example_ops
+from torch_trt_ref.conversion import PluginUnavailable, plugin
+try:
+    plugin("ttr_plugin_example::topk_gather")
+except PluginUnavailable as err:
+    print(type(err).__mro__[1].__name__, "|", err)
+"""
 
 
 @torch.library.custom_op("ttr_plugin_test::topk_gather", mutates_args=())
@@ -59,22 +82,36 @@ class _Model(torch.nn.Module):
         return torch.relu(topk_gather(torch.sin(x), 3)) * 2.0
 
 
-@no_library_here
-def test_the_error_names_the_op_and_why():
-    with pytest.raises(PluginUnavailable, match="ttr_plugin_test.topk_gather.default") as err:
-        plugin("ttr_plugin_test::topk_gather")
-    assert "PyTorch segment" in str(err.value)
-    assert isinstance(err.value, NotImplementedError)
+@rtx_only
+@pytest.mark.skipif(_system_opens_the_library(),
+                    reason="libtensorrt_rtx.so opens on this machine without the shim")
+def test_without_the_library_the_error_names_the_op_the_missing_api_and_the_remedy():
+    run = subprocess.run([sys.executable, "-c", _UNAVAILABLE], capture_output=True, text=True,
+                         timeout=300, cwd=Path(__file__).parent,
+                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(
+                             [str(Path(torch_trt_ref.__file__).parent.parent),
+                              os.environ.get("PYTHONPATH", "")])))
+    assert run.returncode == 0, run.stderr[-2000:]
+    base, message = run.stdout.split(" | ", 1)
+    assert base == "NotImplementedError"
+    assert "ttr_plugin_example.topk_gather.default" in message and "PyTorch segment" in message
+    assert "add_plugin_v3" in message and trt.__version__ in message
+    assert "libtensorrt_rtx.so" in message and "LD_LIBRARY_PATH" in message
+    assert "tensorrt_rtx was imported before torch_trt_ref" in message
 
 
 @rtx_only
-@no_library_here
-def test_the_error_names_the_missing_api_and_library():
-    with pytest.raises(PluginUnavailable) as err:
-        plugin("ttr_plugin_test::topk_gather.default")
-    message = str(err.value)
-    assert "add_plugin_v3" in message and trt.__version__ in message
-    assert "libtensorrt_rtx.so" in message and "LD_LIBRARY_PATH" in message
+def test_in_this_process_the_shim_s_links_let_plugin_register():
+    from torch_trt_ref._trt import RTX_LINKS
+    from torch_trt_ref.conversion.registry import ConverterRegistry
+
+    assert isinstance(RTX_LINKS, Path), RTX_LINKS
+    assert library_on_search_path() == str(RTX_LINKS / "libtensorrt_rtx.so")
+    assert (RTX_LINKS / "libtensorrt_rtx.so").resolve() == \
+        (Path(trt.__file__).parent.parent / "tensorrt_rtx_libs" / "libtensorrt_rtx.so.1").resolve()
+    registry = ConverterRegistry()
+    support = plugin("ttr_plugin_test::topk_gather", registry)
+    assert support.family == "plugin" and list(registry.candidates(support.target)) == [support]
 
 
 @pytest.mark.parametrize("name, match", [
@@ -160,8 +197,8 @@ def _probe(env, folder):
 
 
 @rtx_only
-@pytest.mark.skipif(library_on_search_path() is not None,
-                    reason="libtensorrt_rtx.so is on this machine's search path")
+@pytest.mark.skipif(_system_opens_the_library(),
+                    reason="libtensorrt_rtx.so opens on this machine without the shim")
 def test_the_parser_door_aborts_the_process_without_the_unversioned_library(tmp_path):
     run = _probe(os.environ, tmp_path)
     assert run.returncode == -6, (run.returncode, run.stdout, run.stderr)  # SIGABRT
@@ -177,22 +214,34 @@ def test_the_parser_door_opens_with_the_library_on_the_search_path(tmp_path):
     assert int(lines["plan_bytes"]) > 0  # the CPU-only builder built around the plugin
 
 
+@rtx_only
+def test_the_parser_door_opens_through_the_shim_s_links_without_the_search_path(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(Path(torch_trt_ref.__file__).parent.parent), os.environ.get("PYTHONPATH", "")]))
+    env.pop("LD_LIBRARY_PATH", None)
+    run = subprocess.run([sys.executable, str(_PROBE), "shim"], capture_output=True, text=True,
+                         env=env, timeout=300, cwd=tmp_path, preexec_fn=_no_core_dump)
+    assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
+    lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
+    assert lines["parsed"] == "True" and lines["layers"] == "['PLUGIN_V3']"
+
+
 # -- the plugin path, in a fresh process that can open the library ------------------------
 
 @pytest.fixture(scope="module")
 def plugin_run(tmp_path_factory):
-    """tests/plugin_script.py: ``compile`` with the library, then ``load`` in a process
-    without it that never imported the ops (the saved program names their module)."""
+    """tests/plugin_script.py: ``compile`` in a plain process (no LD_LIBRARY_PATH: the
+    shim's folder of links), then ``load`` in a process that never imported the ops (the
+    saved program names their module)."""
     if not IS_RTX:
         pytest.skip("the plugin path is built on tensorrt_rtx's ONNX parser")
     folder = tmp_path_factory.mktemp("plugin")
-    env = _link_folder(folder)
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
     env["PYTHONPATH"] = os.pathsep.join([str(Path(torch_trt_ref.__file__).parent.parent),
                                          env.get("PYTHONPATH", "")])
-    for mode, run_env in (("compile", env), ("load", {k: v for k, v in env.items()
-                                                        if k != "LD_LIBRARY_PATH"})):
+    for mode in ("compile", "load"):
         run = subprocess.run([sys.executable, str(_SCRIPT), mode, str(folder)],
-                             capture_output=True, text=True, env=run_env, timeout=600)
+                             capture_output=True, text=True, env=env, timeout=600)
         assert run.returncode == 0, run.stderr[-3000:]
     return (json.loads((folder / "compile.json").read_text()),
             json.loads((folder / "load.json").read_text()))
@@ -200,7 +249,9 @@ def plugin_run(tmp_path_factory):
 
 def test_with_the_library_plugin_registers_once(plugin_run):
     facts, _ = plugin_run
-    assert facts["library"] and facts["same_support_twice"]
+    library = Path(facts["library"])  # in the shim's folder of links
+    assert library.name == "libtensorrt_rtx.so" and library.parent.parent.name == "trt_rtx_links"
+    assert facts["same_support_twice"]
 
 
 def test_the_op_is_a_plugin_layer_in_the_one_engine(plugin_run):

@@ -1,7 +1,8 @@
 """``plugin("ns::op")``: a converter for a ``torch.library.custom_op`` as a TensorRT plugin
 layer (the peer's ``generate_plugin`` + ``generate_plugin_converter``) that the reference
 executor runs with the op's own eager kernel. With TensorRT for RTX 1.7.1 it works only in
-a process that can open ``libtensorrt_rtx.so`` (Note below); elsewhere it raises
+a process that can open ``libtensorrt_rtx.so`` (Note below), which the import shim arranges
+(``_trt.py``, Note [TensorRT for RTX through a folder of links]); elsewhere it raises
 ``PluginUnavailable`` saying why and the op runs in a PyTorch segment (docs/converters.md
 "Custom ops and plugins").
 
@@ -14,8 +15,9 @@ The only door is the ONNX parser's plugin fallback: a node whose op is a registe
 "TensorRT-RTX imports IPluginV3 plugins registered with an IPluginCreatorV3One creator
 only"). From the wheel that door aborts the process (``std::terminate``, no Python
 exception): the parser opens ``libtensorrt_rtx.so`` by its unversioned name, and the wheel
-ships only ``libtensorrt_rtx.so.1``. With that name on ``LD_LIBRARY_PATH`` (fixed when the
-process starts) the parser adds the layer and the CPU-only builder builds a plan around a
+ships only ``libtensorrt_rtx.so.1``. With that name beside the parser as it was opened (the
+shim's folder of links), or on ``LD_LIBRARY_PATH`` (fixed when the process starts), the parser
+adds the layer and the CPU-only builder builds a plan around a
 Python plugin. ``plugin`` takes that door only after opening the library itself (a failed
 ``dlopen`` is an OSError, not an abort): a missing library would kill the caller."""
 
@@ -28,11 +30,11 @@ from typing import Any
 import torch
 from torch.fx import Node
 
-from .._trt import BACKEND, IS_RTX, trt
+from .._trt import BACKEND, IS_RTX, RTX_LINKS, RTX_UNVERSIONED, trt
 from . import plugin_layer
 from .registry import CONVERTERS, USER_PRIORITY, ConverterRegistry, ConverterSupport, node_args
 
-_LIBRARY = "libtensorrt_rtx.so"
+_LIBRARY = RTX_UNVERSIONED
 
 
 class PluginUnavailable(NotImplementedError):
@@ -199,15 +201,20 @@ def _why_not() -> str | None:
     return (f"TensorRT for RTX {trt.__version__}'s INetworkDefinition has no "
             f"{'/'.join(missing)} and its Python plugin API (tensorrt_rtx.plugin) is not "
             f"shipped; its ONNX parser's plugin fallback opens {_LIBRARY} by that name, "
-            "which the wheel does not ship (only .so.1), and aborts the process without it "
-            f"(start Python with a folder holding a link {_LIBRARY} -> the wheel's "
-            "libtensorrt_rtx.so.1 on LD_LIBRARY_PATH)")
+            "which the wheel does not ship (only .so.1), and aborts the process without it; "
+            f"torch_trt_ref opens the wheel's libraries through a folder holding that name, "
+            f"but not here ({RTX_LINKS}): import torch_trt_ref before tensorrt_rtx, or start "
+            f"Python with a folder holding a link {_LIBRARY} -> the wheel's "
+            "libtensorrt_rtx.so.1 on LD_LIBRARY_PATH")
 
 
 def library_on_search_path() -> str | None:
     """Where the ONNX parser's ``dlopen("libtensorrt_rtx.so")`` finds the library: the
-    parser's own folder (its RPATH), else wherever this process's own ``dlopen`` finds it
-    (LD_LIBRARY_PATH as the process started, the system's cache); None when it cannot."""
+    folder the parser was opened from (its RPATH): the shim's folder of links, or the
+    wheel's own; else wherever this process's own ``dlopen`` finds it (LD_LIBRARY_PATH as
+    the process started, the system's cache); None when it cannot."""
+    if isinstance(RTX_LINKS, Path):
+        return str(RTX_LINKS / _LIBRARY)
     beside = Path(trt.__file__).parent.parent / "tensorrt_rtx_libs" / _LIBRARY
     if beside.exists():
         return str(beside)
