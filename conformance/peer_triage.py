@@ -60,7 +60,8 @@ _INT_DIV = (
     "true division of integers is float in torch (torch.div with rounding_mode=None "
     "'performs a true division', int inputs promote to the default float dtype); the "
     "peer's network divides in the integer type and casts, so 1/2 comes back 0 (max "
-    "abs error 0.5 for div.Scalar by 2, 0.667 for div.Tensor)")
+    "abs error 0.5 for div.Scalar by 2, 0.667 for div.Tensor). Repro: "
+    "conformance/peer_repros/int_true_div.py")
 _SCALES = (
     "the peer's upsample converter (impl/upsample.py) puts the scale factors on the "
     "IResizeLayer (layer.scales); with scales TensorRT maps output index x to x / scale "
@@ -141,15 +142,18 @@ TRIAGE: list[Rule] = [
          "variance (it has no running statistics: training-mode batch norm); the peer's "
          "converter (aten_ops_batch_norm_legit_no_stats) calls batch_norm with "
          "training=False and no running_mean/running_var, which batch_norm fills with 0 and "
-         "1 (impl/normalization/ops.py), so the network only scales and shifts x"),
+         "1 (impl/normalization/ops.py), so the network only scales and shifts x. Repro: "
+         "conformance/peer_repros/batch_norm_no_stats.py"),
     Rule("aten.addmm.default-beta0_ignores_nan-*", PEER_BUG,
          "torch.addmm's documentation: 'If beta is 0, then input will be ignored, and nan "
          "and inf in it will not be propagated'; the peer's network multiplies the NaN "
-         "input by 0 and adds it, so every element is NaN"),
+         "input by 0 and adds it, so every element is NaN. Repro: "
+         "conformance/peer_repros/addmm_beta0_nan.py"),
     Rule("aten.atan2.default-axes-*", PEER_BUG,
          "atan2(0, x) for x < 0 is +pi for y = +0 and -pi for y = -0 (C99 / IEEE 754, "
          "torch.atan2); the peer's composite atan2 (no TensorRT atan2 layer) returns the "
-         "other sign there: max abs error 6.28 = 2*pi at those elements only"),
+         "other sign there: max abs error 6.28 = 2*pi at those elements only. Repro: "
+         "conformance/peer_repros/atan2_signed_zero.py"),
     *(Rule(cells, PEER_BUG, _INT_DIV, message="RMSE vs float64")
       for cells in ("aten.div.Scalar-*-int*", "aten.div.Tensor-*-int*")),
     Rule("operator.truediv-*-dynamic", PEER_BUG,
@@ -160,12 +164,14 @@ TRIAGE: list[Rule] = [
     Rule("aten.ge.Scalar-int_vs_float-*", PEER_BUG,
          "int tensor >= 0.5 compares in float in torch (torch.result_type promotes); the "
          "peer's network makes the scalar an int constant, so 0 >= 0.5 comes back true (the "
-         "same promotion bug as add_scalar_int_float.py)"),
+         "same promotion bug as add_scalar_int_float.py). Repro: "
+         "conformance/peer_repros/ge_int_vs_float.py"),
     Rule("aten.softplus.default-beta_threshold-*", PEER_BUG,
          "softplus(x, beta, threshold) is x where beta*x > threshold (torch.nn.functional."
          "softplus); the peer's converter (impl/activation/ops.py softplus) takes beta only "
          "and builds one ACTIVATION SOFTPLUS, so the threshold is dropped and the values "
-         "above it are log(1 + exp(beta*x))/beta instead of x"),
+         "above it are log(1 + exp(beta*x))/beta instead of x. Repro: "
+         "conformance/peer_repros/softplus_threshold.py"),
     Rule("aten.index.Tensor-split-*-dynamic", PEER_BUG,
          "index with two index tensors (x[i, :, j]) on a dynamic input: the peer's converter "
          "flattens (i, j) to one linear index i*size + j and gathers, without wrapping a "
@@ -178,7 +184,8 @@ TRIAGE: list[Rule] = [
     Rule("aten._log_softmax.default-large-fp16-*", PEER_BUG,
          "log_softmax of inputs 50 apart in fp16: eager returns -27.2 (x - max - log sum "
          "exp(x - max)); the peer's network returns -inf there: it takes the log of a "
-         "softmax that underflowed to 0 in fp16 instead of subtracting the log-sum-exp",
+         "softmax that underflowed to 0 in fp16 instead of subtracting the log-sum-exp. Repro: "
+         "conformance/peer_repros/log_softmax_fp16.py",
          message="NaN or an infinity"),
     Rule("aten._softmax.default-half_to_float-*", DEVIATION,
          "eager itself cannot run the cell in the peer's environment: torch 2.13's CPU "
@@ -202,7 +209,8 @@ TRIAGE: list[Rule] = [
          "with start (3, 2); roll by -5 on 3 rows needs start 5 mod 3 = 2 (out[i] = x[(i + "
          "5) mod 3]), and start 3 wraps to 0, the identity: eager's rows are x[2], x[0], "
          "x[1], the network returns x unrolled along dim 0 (a shift larger than the dim is "
-         "not reduced modulo its size)", message="RMSE vs float64"),
+         "not reduced modulo its size). Repro: conformance/peer_repros/roll_large_shift.py",
+         message="RMSE vs float64"),
     Rule("aten.slice.Tensor-*-dynamic", PEER_BUG,
          "x[1:-1] (and the symbolic slice) on a dynamic dim whose range reaches 1: eager "
          "returns an empty tensor there; the peer's network computes the slice size as "
@@ -235,10 +243,12 @@ TRIAGE: list[Rule] = [
     Rule("aten.trunc.default-*-bf16-*", PEER_BUG,
          "the peer's trunc converter (impl/unary/ops.py) returns a copy of its input when "
          "the dtype is not float16/float32, counting bf16 as an integer type, so bf16 "
-         "values keep their fractions (max abs error < 1, eager exact)"),
+         "values keep their fractions (max abs error < 1, eager exact). Repro: "
+         "conformance/peer_repros/trunc_bf16.py"),
     Rule("aten.reciprocal.default-int-*", PEER_BUG,
          "reciprocal of an int tensor is float in torch (1/2 = 0.5); the peer's network "
-         "divides in the integer type (1/2 = 0), the integer true division bug above"),
+         "divides in the integer type (1/2 = 0), the integer true division bug above. Repro: "
+         "conformance/peer_repros/int_true_div.py"),
     Rule("*", PEER_BUG, _RAISES, message="ZeroDivisionError: integer modulo by zero"),
     Rule("aten.nonzero.default-*", PEER_BUG,
          "the peer's support check accepts nonzero, then its converter raises 'This is only "

@@ -98,13 +98,15 @@ def test_fp16_tokens_and_every_steps_logits_against_float64():
             logits = compiled.step(ours[:, PROMPT + i:PROMPT + i + 1], PROMPT + i, cache)
 
 
-def test_int8_quantized_decoding_equals_eager_quantized_model():
-    """An INT8 weight+activation quantized model (torch_trt_ref.quantize, Q/DQ in the
-    graph) decodes like the eager quantized model (its fake-quant semantics, DESIGN D13):
-    at least 11 of 12 new tokens (the issue's 120 of 128, scaled)."""
+@pytest.mark.parametrize("precision", ["int8", "nvfp4"])
+def test_quantized_decoding_equals_eager_quantized_model(precision):
+    """An INT8 (weights and activations) or NVFP4 (block-scaled FP4) quantized model
+    (torch_trt_ref.quantize, Q/DQ in the graph) decodes like the eager quantized model (its
+    fake-quant semantics, DESIGN D13): at least 11 of 12 new tokens (the issue's 120 of
+    128, scaled)."""
     gen = torch.Generator().manual_seed(1)
     calibration = [(torch.randint(3, 97, (1, PROMPT), generator=gen),) for _ in range(4)]
-    quantized = torch_trt_ref.quantize(_model("llama"), calibration, precision="int8",
+    quantized = torch_trt_ref.quantize(_model("llama"), calibration, precision=precision,
                                        progress=False)
     compiled = llm.compile(quantized, max_seq_len=PROMPT + NEW, max_prompt_len=PROMPT,
                            executor="reference")

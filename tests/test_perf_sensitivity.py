@@ -121,26 +121,58 @@ def test_a_confirmation_close_to_the_line_is_measured_once_more():
     assert (len(c.a), len(c.b)) == (6, 6) and not c.regressed and not c.borderline
 
 
-@pytest.mark.parametrize("name, control", [
-    ("sensitivity_foreign_c43.json", False), ("sensitivity_foreign_burner_c43.json", False),
-    ("sensitivity_foreign_control_c43.json", True),
-    ("sensitivity_foreign_control_burner_c43.json", True)])
-def test_foreign_machine_trials_on_recorded_samples(name, control):
-    """The trials of issue 38 on a machine whose canary read x3.75-x3.88 of the history's
-    (perf/gate/sensitivity.py --history-scale 3, some beside a memory hog): every
-    confirmation re-judged from its samples; every scenario (whole compile, lowering only,
-    one family, the unsupported op) REGRESSED in every injected trial, nothing else in any
-    trial, and no target in an unchanged one."""
-    from perf.gate.sensitivity import summarize
+FOREIGN = sorted(n.name for n in (store.DATA / "results").glob("sensitivity_foreign_*c4[35]*.json"))
 
+
+@pytest.mark.parametrize("name", FOREIGN)
+def test_foreign_machine_trials_re_judge(name):
+    """Every trial of issue 38 on a machine whose canary read over x3 of the history's
+    (perf/gate/sensitivity.py --history-scale 3, some beside a memory hog) screened A/B, and
+    each of its confirmations gives the recorded verdict when re-judged from its samples."""
     results = json.loads((store.DATA / "results" / name).read_text())
+    assert results["params"]["history_scale"] == 3 and results["trials"]
     for trial in results["trials"]:
         assert trial["foreign"] and trial["canary"] > 3
         for series, v in trial["confirmations"].items():
             c = rules.Confirmation(series, v["type"], v["a"], v["b"])
             assert c.regressed == v["regressed"] and (series in trial["regressed"]) == c.regressed
-    found = summarize(results)
-    n = len(results["trials"])
-    assert found["flagged"] == {k: 0 if control else n
-                                for k in ("family", "compile", "unsupported", "lowering")}
-    assert found["controls_regressed"] == {}
+
+
+# recorded before the A/B screen's suspects stopped using up the history screen's budget
+# (verdict.ab_screen, 03b2273): a family suspect could be crowded out, never confirmed
+CROWDING_RULE = {"sensitivity_foreign_c45a.json"}
+
+
+def test_foreign_machine_rates():
+    """Issue 38's rates over all recorded foreign trials: the whole compile +30%, lowering
+    only +40% and the unsupported op REGRESSED in at least 19 of 20 injected trials, quiet
+    and beside the hog, and the family +20% in at least 19 of 20 trials where the gate
+    confirmed it (in the trials before the budget fix it was left out only where 8 A/B
+    screen suspects filled the budget: recorded as a suspect of the screen, not chosen); no
+    other series in any trial; and in 10 trials of the unchanged tree (5 beside the hog)
+    nothing REGRESSED."""
+    from perf.gate.sensitivity import summarize
+
+    injected: list[tuple[str, dict, dict]] = []
+    controls = {False: 0, True: 0}  # by burner
+    for name in FOREIGN:
+        results = json.loads((store.DATA / "results" / name).read_text())
+        found = summarize(results)
+        assert found["controls_regressed"] == {}, name
+        if results["params"]["control"]:
+            assert found["flagged"] == dict.fromkeys(found["flagged"], 0), name
+            controls[results["params"]["burner"]] += found["trials"]
+        else:
+            injected += [(name, results["params"]["targets"], t) for t in results["trials"]]
+    assert len(injected) >= 20 and controls == {False: 5, True: 5}, (len(injected), controls)
+    for scenario in ("compile", "lowering", "unsupported"):
+        hits = sum(summarize({"params": {"targets": goals}, "trials": [t]})["flagged"][scenario]
+                   for _, goals, t in injected)
+        assert hits >= len(injected) * 19 / 20, (scenario, hits, len(injected))
+    chosen = [(n, g, t) for n, g, t in injected if g["family"] in t["suspects"]]
+    assert len(chosen) >= 20
+    assert sum(g["family"] in t["regressed"] for _, g, t in chosen) >= len(chosen) * 19 / 20
+    for name, goals, trial in injected:
+        if goals["family"] not in trial["suspects"]:
+            assert name in CROWDING_RULE and len(trial["suspects"]) >= rules.MAX_SUSPECTS
+            assert trial["screen"][goals["family"]]["verdict"] == "suspect"

@@ -145,7 +145,7 @@ def _block_ok(node: Node, settings) -> Optional[str]:
 # A weight quantizer's input is a constant here, so the converter encodes it at build time
 # (quantization.ops.nvfp4_blocks, the eager kernel's own arithmetic) in torch calls that the
 # weight program records: refit re-encodes new weights as a fresh compile would.
-@converter(block_quantize_op, validator=_block_ok, family="quantize",
+@converter(block_quantize_op, validator=_block_ok, dynamic=True, family="quantize",
            constants=("input", "amax"))
 def block_quantize(ctx, input, block_size, amax, num_bits, exponent_bits, scale_num_bits,
                    scale_exponent_bits):
