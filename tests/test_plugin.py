@@ -11,7 +11,6 @@ the library cannot be opened (tensorrt_rtx imported first) ``plugin`` raises
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import resource
@@ -33,17 +32,16 @@ _PROBE = Path(__file__).with_name("plugin_probe.py")
 _SCRIPT = Path(__file__).with_name("plugin_script.py")
 
 
-def _system_opens_the_library() -> bool:
-    """Whether a process that imports tensorrt_rtx by itself (no shim) can open the
-    unversioned library: beside the wheel's, or on the loader's own search path."""
-    if (Path(trt.__file__).parent.parent / "tensorrt_rtx_libs" / "libtensorrt_rtx.so").exists():
-        return True
-    try:
-        ctypes.CDLL("libtensorrt_rtx.so")
-    except OSError:
-        return False
-    return True
+def _plain_env() -> dict:
+    """This environment without LD_LIBRARY_PATH, with this checkout on PYTHONPATH."""
+    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(torch_trt_ref.__file__).parent.parent),
+                                         env.get("PYTHONPATH", "")])
+    return env
 
+
+# a process that imports tensorrt_rtx by itself (no shim) can open the unversioned library
+_SYSTEM_OPENS_IT = library_on_search_path(links=False) is not None
 
 _UNAVAILABLE = """
 import tensorrt_rtx  # first: its libraries open from the wheel's folder, without the shim's links
@@ -83,14 +81,11 @@ class _Model(torch.nn.Module):
 
 
 @rtx_only
-@pytest.mark.skipif(_system_opens_the_library(),
+@pytest.mark.skipif(_SYSTEM_OPENS_IT,
                     reason="libtensorrt_rtx.so opens on this machine without the shim")
 def test_without_the_library_the_error_names_the_op_the_missing_api_and_the_remedy():
     run = subprocess.run([sys.executable, "-c", _UNAVAILABLE], capture_output=True, text=True,
-                         timeout=300, cwd=Path(__file__).parent,
-                         env=dict(os.environ, PYTHONPATH=os.pathsep.join(
-                             [str(Path(torch_trt_ref.__file__).parent.parent),
-                              os.environ.get("PYTHONPATH", "")])))
+                         timeout=300, cwd=Path(__file__).parent, env=_plain_env())
     assert run.returncode == 0, run.stderr[-2000:]
     base, message = run.stdout.split(" | ", 1)
     assert base == "NotImplementedError"
@@ -197,7 +192,7 @@ def _probe(env, folder):
 
 
 @rtx_only
-@pytest.mark.skipif(_system_opens_the_library(),
+@pytest.mark.skipif(_SYSTEM_OPENS_IT,
                     reason="libtensorrt_rtx.so opens on this machine without the shim")
 def test_the_parser_door_aborts_the_process_without_the_unversioned_library(tmp_path):
     run = _probe(os.environ, tmp_path)
@@ -216,11 +211,8 @@ def test_the_parser_door_opens_with_the_library_on_the_search_path(tmp_path):
 
 @rtx_only
 def test_the_parser_door_opens_through_the_shim_s_links_without_the_search_path(tmp_path):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(Path(torch_trt_ref.__file__).parent.parent), os.environ.get("PYTHONPATH", "")]))
-    env.pop("LD_LIBRARY_PATH", None)
     run = subprocess.run([sys.executable, str(_PROBE), "shim"], capture_output=True, text=True,
-                         env=env, timeout=300, cwd=tmp_path, preexec_fn=_no_core_dump)
+                         env=_plain_env(), timeout=300, cwd=tmp_path, preexec_fn=_no_core_dump)
     assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
     lines = dict(line.split(" ", 1) for line in run.stdout.splitlines())
     assert lines["parsed"] == "True" and lines["layers"] == "['PLUGIN_V3']"
@@ -236,12 +228,9 @@ def plugin_run(tmp_path_factory):
     if not IS_RTX:
         pytest.skip("the plugin path is built on tensorrt_rtx's ONNX parser")
     folder = tmp_path_factory.mktemp("plugin")
-    env = {k: v for k, v in os.environ.items() if k != "LD_LIBRARY_PATH"}
-    env["PYTHONPATH"] = os.pathsep.join([str(Path(torch_trt_ref.__file__).parent.parent),
-                                         env.get("PYTHONPATH", "")])
     for mode in ("compile", "load"):
         run = subprocess.run([sys.executable, str(_SCRIPT), mode, str(folder)],
-                             capture_output=True, text=True, env=env, timeout=600)
+                             capture_output=True, text=True, env=_plain_env(), timeout=600)
         assert run.returncode == 0, run.stderr[-3000:]
     return (json.loads((folder / "compile.json").read_text()),
             json.loads((folder / "load.json").read_text()))

@@ -208,12 +208,13 @@ def _why_not() -> str | None:
             "libtensorrt_rtx.so.1 on LD_LIBRARY_PATH")
 
 
-def library_on_search_path() -> str | None:
+def library_on_search_path(links: bool = True) -> str | None:
     """Where the ONNX parser's ``dlopen("libtensorrt_rtx.so")`` finds the library: the
-    folder the parser was opened from (its RPATH): the shim's folder of links, or the
-    wheel's own; else wherever this process's own ``dlopen`` finds it (LD_LIBRARY_PATH as
-    the process started, the system's cache); None when it cannot."""
-    if isinstance(RTX_LINKS, Path):
+    folder the parser was opened from (its RPATH): the shim's folder of links (unless
+    ``links`` is false: as in a process that imported tensorrt_rtx itself), or the wheel's
+    own; else wherever this process's own ``dlopen`` finds it (LD_LIBRARY_PATH as the
+    process started, the system's cache); None when it cannot."""
+    if links and isinstance(RTX_LINKS, Path):
         return str(RTX_LINKS / _LIBRARY)
     beside = Path(trt.__file__).parent.parent / "tensorrt_rtx_libs" / _LIBRARY
     if beside.exists():
