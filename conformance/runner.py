@@ -15,7 +15,6 @@ from torch.export import Dim
 import torch_trt_ref
 from torch_trt_ref.accuracy import cast_floats, judge, tensors, to_float64
 from torch_trt_ref.capture import export_program
-from torch_trt_ref.runtime.profiles import last_profiles, optimization_profile
 from torch_trt_ref.settings import op_name
 
 from .case import Case, T, W
@@ -268,6 +267,10 @@ def run_cell(case: Case, dtype: torch.dtype, dynamic: bool, record: dict | None 
     if profiles:
         shape_sets = [(p, [getattr(spec.profile(p), at) for spec in inputs])
                       for p in range(2) for at in ("opt_shape", "min_shape", "max_shape")]
+    # imported here: the gate's family servers import this module with the library of an
+    # older base commit (Note [What the measurement code may import])
+    from torch_trt_ref.runtime.profiles import last_profiles, optimization_profile
+
     record = {} if record is None else record
     for k, (profile, shapes) in enumerate(shape_sets):
         xs = example if not dynamic else [

@@ -89,3 +89,36 @@ def test_a_slowdown_no_converter_of_the_family_would_feel_is_refused(pools):
     with pytest.raises(MeasureError, match="cannot slow family composites down: none of its "
                                            "converters ran"):
         ours.measure("family:composites", {"family": "composites", "slower": 0.2})
+
+
+OLD_BASE = "69d9405"  # a commit from before the harness moved (issue 37)
+
+
+@pytest.fixture(scope="module")
+def old_base(tmp_path_factory) -> Path:
+    """The library of OLD_BASE, exported from git (the gate's base side measures such a
+    tree with this checkout's measurement code: Note [What the measurement code may
+    import])."""
+    import subprocess
+
+    tree = tmp_path_factory.mktemp("old_base")
+    have = subprocess.run(["git", "cat-file", "-e", f"{OLD_BASE}^{{commit}}"], cwd=ROOT)
+    assert have.returncode == 0, (f"commit {OLD_BASE} is not in this clone: the gate's A/B "
+                                  "needs the history (clone without --depth)")
+    archive = subprocess.run(["git", "archive", OLD_BASE, "torch_trt_ref"], cwd=ROOT,
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
+    return tree
+
+
+def test_a_base_from_before_the_harness_moved_measures_compiles_and_families(old_base):
+    with Pool(old_base) as base:
+        compiled = base.measure("compile:lgamma_graph")
+        assert compiled["compile/lgamma_graph/cpu/total"]["value"] > 0
+        assert base.skipped_cases() == {}
+        family = base.measure("family:composites")
+        assert family["family/composites/cpu"]["value"] > 0
+        # its LLM path predates prefill/decode profiles: that group cannot be measured,
+        # and says why
+        with pytest.raises(MeasureError, match="unexpected keyword argument 'profiles'"):
+            base.measure("llm:gpt2")

@@ -9,8 +9,6 @@ from typing import Any, Callable
 
 import torch
 
-from torch_trt_ref.settings import QUANT_FORMATS
-
 Args = tuple[tuple[Any, ...], dict[str, Any]]
 
 # Max abs error vs eager fp32 that a compile in each precision may show, for a model whose
@@ -24,6 +22,10 @@ def compile_precision(precision: str) -> str:
     """The compile precision of a zoo precision name: a compile precision is itself; a
     quantization format (``QUANT_FORMATS``) compiles in fp32 around its Q/DQ nodes and is
     compared with the eager quantized model, so the fp32 tolerance applies too."""
+    # imported here: the gate's servers import the zoo with the library of an older base
+    # commit (Note [What the measurement code may import] in perf/gate/measure.py)
+    from torch_trt_ref.settings import QUANT_FORMATS
+
     return "fp32" if precision in QUANT_FORMATS else precision
 
 
