@@ -62,3 +62,50 @@ def test_registry_copy_is_independent(registry):
         raise NotImplementedError
 
     assert aten.lgamma.default in registry and aten.lgamma.default not in CONVERTERS
+
+
+def _calls(sig):
+    """Argument lists for one schema, as fx nodes carry them: required ones positionally,
+    optional ones positionally, by keyword or left out, and the mistakes Signature.bind
+    rejects (too many positionals, an unknown, doubled or missing argument)."""
+    params = list(sig.parameters.values())
+    positional = [p for p in params if p.kind == p.POSITIONAL_OR_KEYWORD]
+    required = [p for p in params if p.default is p.empty]
+    values = {p.name: f"<{p.name}>" for p in params}
+    head = tuple(values[p.name] for p in positional if p.default is p.empty)
+    yield head, {p.name: values[p.name] for p in required if p.kind == p.KEYWORD_ONLY}
+    yield tuple(values[p.name] for p in positional), {
+        p.name: values[p.name] for p in params if p.kind == p.KEYWORD_ONLY}
+    yield (), dict(values)
+    yield head[:1], {p.name: values[p.name] for p in params[1:]}
+    yield tuple(values[p.name] for p in positional) + ("extra",), {}
+    yield head, {"no_such_argument": 1}
+    if head:
+        yield head, {positional[0].name: "twice"}
+        yield head[:-1], {}
+
+
+def test_the_fast_binder_equals_signature_bind_on_every_registered_op():
+    """conversion.registry._Binder (a dict build) against inspect.Signature.bind +
+    apply_defaults, its slow route, on every ATen overload the registry converts: the same
+    arguments in the same order, or the same TypeError."""
+    from torch_trt_ref.conversion.registry import CONVERTERS, _binder, _signature, reference_bind
+
+    checked = 0
+    for target in CONVERTERS.targets():
+        sig = _signature(target)
+        if sig is None or _binder(target) is None:
+            continue
+        for args, kwargs in _calls(sig):
+            try:
+                expected = reference_bind(sig, args, kwargs)
+            except TypeError:
+                expected = TypeError
+            try:
+                got = _binder(target).bind(args, kwargs)
+            except TypeError:
+                got = TypeError
+            assert got == expected and (got is TypeError or list(got) == list(expected)), \
+                (target, args, kwargs)
+            checked += 1
+    assert checked > 2000
