@@ -29,7 +29,8 @@ from .gate.runner import (
     say,
     wait_for_quiet,
 )
-from .gate.verdict import TIERS, ab_screen, confirm_run, recount_run, screen_run
+from .gate.verdict import (TIERS, ab_screen, add_series, confirm_run, recount_run, screen_run,
+                           start_counts)
 from .gate.worker import CountPool, Pool
 
 
@@ -136,9 +137,9 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print,
 
         run = screen_run(suite, lambda: pool_factory(None, args.log), runs, calibration,
                          annotations, args.processes, max_suspects=args.max_suspects,
-                         open_count_pool=count_pool, tiers=args.tiers)
-        _print_screen(run, out)
-        recount_run(run, suite, count_pool, out=out)
+                         tiers=tuple(t for t in args.tiers if t != "counts"))
+        # the count tier runs beside the A/B screen: a count does not depend on the load
+        counted = start_counts(suite, count_pool) if "counts" in args.tiers else None
         base = args.base or runs[-1].commit
         if not args.base and not steps.same_code(base, "HEAD"):
             out(stale_history_note(base, suite.name))
@@ -154,7 +155,11 @@ def gate_command(args, pool_factory=Pool, checkout=base_checkout, out=print,
                 f"{args.ab_each or rules.AB_EACH} processes a side), not against history")
             ab_screen(run, lambda: stack.enter_context(pool_factory(None, args.log)),
                       lambda: stack.enter_context(pool_factory(base_tree(), args.log)),
-                      args.ab_each, out=out, max_suspects=args.max_suspects)
+                      args.ab_each, out=out)
+        if counted:
+            add_series(run, counted())
+        _print_screen(run, out)
+        recount_run(run, suite, count_pool, out=out)
         if run.chosen:
             out(f"confirming {len(run.chosen)} suspects A/B against {base[:10]} (ABBA, "
                 f"{args.ab_each or rules.AB_EACH} processes a side for compiles, "

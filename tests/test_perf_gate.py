@@ -194,16 +194,22 @@ def _one_model_suite(monkeypatch):
     monkeypatch.setitem(suites.SUITES, "quick", suites.Suite("quick", ("m",), 2, families=False))
 
 
+def _history_values(extra=None) -> dict:
+    return {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
+                          "compile/m/count/layers": ("count", 10.0), **(extra or {})},
+            "canary": {"canary/cpu": ("cpu", 1.0)}}
+
+
 def _gate(tmp_path, current, base_factor=1.0, current_factor=1.0, base_fails=None,
           current_fails=None, history_commit=COMMIT, counted=COUNTED, history_factor=1.0,
-          extra=None, args=()):
+          extra=None, args=(), pools=None, count_factory=None):
     """``perf gate`` with fake pools: ``current`` the time tier's values, ``counted`` the
     count tier's; the history holds 10 quiet runs of 1.0 s (x ``history_factor``: recorded
     on another machine) and 1000 counted ops, and ``extra`` series of group ``compile:m``
-    (name: (type, value)) in the history and the base; ``args`` more gate arguments."""
-    history_values = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
-                                    "compile/m/count/layers": ("count", 10.0), **(extra or {})},
-                      "canary": {"canary/cpu": ("cpu", 1.0)}}
+    (name: (type, value)) in the history and the base; ``args`` more gate arguments;
+    ``pools`` (a dict) gets the fake pools used (``None``: the working tree, ``"base"``),
+    and may hold some to use."""
+    history_values = _history_values(extra)
     runs_dir = tmp_path / "history"
     scale = history_factor if isinstance(history_factor, dict) else {}
     recorded = {n: (t, [v * f * scale.get(n, 1.0 if scale else history_factor) for f in QUIET])
@@ -212,8 +218,9 @@ def _gate(tmp_path, current, base_factor=1.0, current_factor=1.0, base_fails=Non
     recorded["compile/m/ops/lowering"] = ("work", [1000.0])
     _runs(runs_dir, recorded, commit=history_commit)
     # the screen measures 2 groups in 2 rounds; ``current_fails`` comes after it
-    pools = {None: FakePool(current, current_factor, current_fails, fails_after=4),
-             "base": FakePool(history_values, base_factor, base_fails)}
+    pools = {} if pools is None else pools
+    pools.setdefault(None, FakePool(current, current_factor, current_fails, fails_after=4))
+    pools.setdefault("base", FakePool(history_values, base_factor, base_fails))
     out: list[str] = []
     parser = argparse.ArgumentParser()
     add_subcommands(parser.add_subparsers(dest="command"))
@@ -222,7 +229,7 @@ def _gate(tmp_path, current, base_factor=1.0, current_factor=1.0, base_fails=Non
                               "--load-limit", "1000", *args])
     code = gate_command(args, pool_factory=lambda tree, log: pools[tree],
                         checkout=lambda rev: contextlib.nullcontext("base"), out=out.append,
-                        count_factory=fake_counts(counted))
+                        count_factory=count_factory or fake_counts(counted))
     return code, out
 
 
@@ -535,3 +542,65 @@ def test_base_is_resolved_to_its_commit():
                           text=True, check=True).stdout.strip()
     assert resolve_commit("HEAD") == head
     assert resolve_commit(head[:12]) == head
+
+
+ELSEWHERE = {"compile/m/cpu/total": 1 / 3.0, "canary/cpu": 1 / 3.5}
+
+
+def test_a_foreign_machine_measures_its_compiles_once(tmp_path):
+    """On a machine that is not the history's the screen's rounds measure no compile: the
+    A/B screen's 6 working-tree processes are the measurement (Note [A foreign machine's
+    compiles are measured once]), and the exact counts and peak RSS read from them are
+    still judged against history."""
+    counted = {"compile:m": {**QUIET_TREE["compile:m"], "compile/m/count/layers": ("count", 11.0)},
+               "canary": QUIET_TREE["canary"]}
+    code, out = _gate(tmp_path, counted, history_factor=ELSEWHERE)
+    assert code == 1 and any(line.startswith("REGRESSED compile/m/count/layers") for line in out)
+    # history's machine: 2 rounds of the compile, none of them A/B
+    pools: dict = {}
+    _gate(tmp_path / "home", QUIET_TREE, pools=pools)
+    assert pools[None].calls.count("compile:m") == 2 and pools["base"].calls == []
+    pools = {}
+    _gate(tmp_path / "foreign", QUIET_TREE, history_factor=ELSEWHERE, pools=pools)
+    assert pools[None].calls.count("compile:m") == rules.AB_EACH
+    assert pools["base"].calls.count("compile:m") == rules.AB_EACH
+    assert pools[None].calls.count("canary") == 2
+
+
+def test_a_foreign_machine_without_the_base_screens_its_compiles_against_history(tmp_path):
+    """The base cannot measure the compile (or is not in the clone): the compile groups are
+    measured in rounds after all and screened against history, so a count still fails."""
+    counted = {"compile:m": {**QUIET_TREE["compile:m"], "compile/m/count/layers": ("count", 11.0)},
+               "canary": QUIET_TREE["canary"]}
+    pools: dict = {}
+    code, out = _gate(tmp_path, counted, history_factor=ELSEWHERE, base_fails="too old",
+                      pools=pools)
+    assert code == 1 and any(line.startswith("REGRESSED compile/m/count/layers") for line in out)
+    assert any("ab-screen compile:m left unconfirmed" in line for line in out)
+    # one A process before the base failed, then the 2 rounds
+    assert pools[None].calls.count("compile:m") == 1 + 2
+
+
+def test_the_count_tier_runs_beside_the_ab_screen(tmp_path):
+    """The count tier's server counts while the A/B screen measures (a count does not
+    depend on the load): its first count waits for the A/B screen's base side to start,
+    which would never happen if they ran one after the other."""
+    import threading
+
+    ab_started = threading.Event()
+
+    class Base(FakePool):
+        def measure(self, group, inject=None, cases=None):
+            ab_started.set()
+            return super().measure(group, inject, cases)
+
+    class Counts(FakePool):
+        def measure(self, group, inject=None, cases=None):
+            self.waited = ab_started.wait(timeout=30)
+            return super().measure(group, inject, cases)
+
+    counts = Counts(COUNTED)
+    code, out = _gate(tmp_path, QUIET_TREE, history_factor=ELSEWHERE,
+                      pools={"base": Base(_history_values())}, count_factory=lambda *a: counts)
+    assert code == 0 and counts.waited
+    assert any(line.startswith("count tier: 1 series, 0 over") for line in out)

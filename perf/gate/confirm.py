@@ -11,8 +11,9 @@ import tempfile
 from pathlib import Path
 from typing import Iterator
 
-from .rules import AB_EACH, Confirmation, abba
+from .rules import AB_EACH, TIME_TYPES, Confirmation, abba
 from .runner import say
+from .suites import is_canary
 from .worker import ROOT, MeasureError
 
 
@@ -84,21 +85,30 @@ def common_cases(group: str, pool_a, pool_b) -> list[str] | None:
     return common
 
 
-def confirm_group(group: str, names: list[str], pool_a, pool_b, each: int = AB_EACH,
-                  inject_a: dict | None = None) -> list[Confirmation]:
+def confirm_group(group: str, names: list[str] | None, pool_a, pool_b, each: int = AB_EACH,
+                  inject_a: dict | None = None,
+                  side_a: list[dict] | None = None) -> list[Confirmation]:
     """Measure ``group`` ``each`` times on each side, ABBA, and return the confirmations of
-    series ``names``; ``inject_a`` goes to side A only (perf/gate/sensitivity.py). A series
-    left borderline (``Confirmation.borderline``) gets ``each`` more processes per side, once,
-    and is judged on all of them. A family converts the same cases on both sides
-    (``common_cases``); raises BaseCannotMeasure when the base cannot measure the group."""
+    series ``names`` (None: every time series the first process of side A measured, the
+    canaries' aside); ``inject_a`` goes to side A only (perf/gate/sensitivity.py), and each
+    of side A's results goes to ``side_a`` too (the A/B screen's measurement of the working
+    tree). A series left borderline (``Confirmation.borderline``) gets ``each`` more
+    processes per side, once, and is judged on all of them. A family converts the same
+    cases on both sides (``common_cases``); raises BaseCannotMeasure when the base cannot
+    measure the group."""
     found: dict[str, Confirmation] = {}
     cases = common_cases(group, pool_a, pool_b)
 
-    def processes(wanted: list[str], label: str) -> None:
+    def processes(wanted: list[str] | None, label: str) -> list[str]:
         order = abba(each)
         for i, side in enumerate(order, 1):
             if side == "A":
                 result = pool_a.measure(group, inject_a, cases)
+                if side_a is not None:
+                    side_a.append(result)
+                if wanted is None:
+                    wanted = [n for n, v in result.items()
+                              if v["type"] in TIME_TYPES and not is_canary(n)]
             else:
                 with base_side(group):
                     result = pool_b.measure(group, None, cases)
@@ -109,8 +119,9 @@ def confirm_group(group: str, names: list[str], pool_a, pool_b, each: int = AB_E
                 (c.a if side == "A" else c.b).append(result[name]["value"])
             if i % 4 == 0:
                 say(f"{label} {group}: {i}/{len(order)} processes")
+        return wanted
 
-    processes(names, "confirming")
+    names = processes(names, "confirming")
     close = [n for n in names if found[n].borderline]
     if close:
         say(f"{len(close)} close to the line ({', '.join(close)}): {each} more per side")

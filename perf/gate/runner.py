@@ -49,18 +49,20 @@ def wait_for_quiet(max_wait: float = MAX_WAIT, limit: float | None = None,
 
 def run_suite(suite: Suite, open_pool: Callable[[], Pool], processes: int | None = None,
               groups: list[str] | None = None,
-              inject: dict[str, dict] | None = None) -> dict[str, store.Series]:
-    """Every group of ``suite`` (or ``groups``) measured in ``processes`` rounds, each round
-    ``suite.children(group)`` fresh processes per group forked from new measuring servers
-    (``open_pool()``: a server's layout and heap are shared by every child it forks, so
-    servers are sampled too); ``inject`` maps a group to its test-only slowdown
-    (perf/gate/inject.py)."""
+              inject: dict[str, dict] | None = None,
+              keep: Callable[[str], bool] = lambda group: True) -> dict[str, store.Series]:
+    """Every group of ``suite`` (or ``groups``; ``keep``: only those it accepts) measured in
+    ``processes`` rounds, each round ``suite.children(group)`` fresh processes per group
+    forked from new measuring servers (``open_pool()``: a server's layout and heap are
+    shared by every child it forks, so servers are sampled too); ``inject`` maps a group to
+    its test-only slowdown (perf/gate/inject.py)."""
     processes = processes or suite.processes
     series: dict[str, store.Series] = {}
     start = time.monotonic()
     for rep in range(processes):
         with open_pool() as pool:
-            groups = groups or suite.groups(pool.families() if suite.families else [])
+            groups = groups or [g for g in suite.groups(
+                pool.families() if suite.families else []) if keep(g)]
             for i, group in enumerate(groups, 1):
                 if i % 10 == 1 or i == len(groups):
                     say(f"process round {rep + 1}/{processes}: {group} ({i}/{len(groups)}, "

@@ -71,6 +71,11 @@ def is_compile(series: str) -> bool:
     return series.startswith(("compile/", "llm/"))
 
 
+def is_compile_group(group: str) -> bool:
+    """Whether ``group`` compiles a model (``compile:MODEL``, ``llm:NAME``)."""
+    return group.startswith(("compile:", "llm:"))
+
+
 def group_of(series: str) -> str:
     """The group whose process measures ``series``: ``compile/bert_2layer/cpu/total`` ->
     ``compile:bert_2layer``, ``family/unary/cpu`` -> ``family:unary``, ``canary/cpu`` ->

@@ -7,13 +7,14 @@ perf/cli.py; test-only slowdowns (perf/gate/inject.py) come in per group."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
 from . import rules, store
 from .confirm import BaseCannotMeasure, confirm_group
 from .runner import count_suite, grouped, run_suite
-from .suites import Suite, group_of, is_compile
+from .suites import Suite, group_of, is_compile, is_compile_group
 
 TIERS = ("time", "counts")
 
@@ -34,6 +35,12 @@ class GateRun:
     # the canary's ratio when this machine is not the history's: compile series screened A/B
     foreign: float | None = None
     ab_screen: list[rules.Confirmation] = field(default_factory=list)  # that screen's A/Bs
+    # compile groups the screen left to the A/B screen on a foreign machine (Note [A foreign
+    # machine's compiles are measured once]), and what screening later series needs
+    deferred: list[str] = field(default_factory=list)
+    history: tuple = ((), None, ())  # (runs, calibration, annotations)
+    max_suspects: int = rules.MAX_SUSPECTS
+    measure_rounds: Callable[[list[str]], dict[str, store.Series]] | None = None
 
     @property
     def counted(self) -> list[rules.Screened]:
@@ -68,13 +75,25 @@ def screen_run(suite: Suite, open_pool, runs: list[store.Run], calibration: dict
                tiers: tuple[str, ...] = TIERS) -> GateRun:
     """Measure ``suite`` on servers from ``open_pool()`` (``inject``: a test-only slowdown
     per group), and its count tier on a server from ``open_count_pool()`` (none: no count
-    tier), and screen it against ``runs``, relative to the canary when the machine drifted;
-    the suspects to confirm are at most ``max_suspects``, furthest first. On a machine that
-    is not the history's (``rules.foreign_machine``) ``run.foreign`` is set: ``ab_screen``
-    then screens its compile series."""
+    tier; ``start_counts`` runs it beside other work), and screen it against ``runs``,
+    relative to the canary when the machine drifted; the suspects to confirm are at most
+    ``max_suspects``, furthest first.
+
+    The converter families and the canaries are measured first. On a machine that is not
+    the history's (``rules.foreign_machine``: the canary) the compile groups are not measured
+    in rounds at all: ``run.foreign`` is set and ``ab_screen`` measures them, A/B against the
+    base, its working-tree side standing for the screen's samples (Note [A foreign machine's
+    compiles are measured once]); elsewhere they are measured in rounds as before."""
     current: dict[str, store.Series] = {}
+    deferred: list[str] = []
     if "time" in tiers:
-        current.update(run_suite(suite, open_pool, processes, inject=inject))
+        current.update(run_suite(suite, open_pool, processes, inject=inject,
+                                 keep=lambda group: not is_compile_group(group)))
+        if rules.foreign_machine(rules.screen(current, runs, calibration, annotations)):
+            deferred = list(suite.built)
+        else:
+            current.update(run_suite(suite, open_pool, processes, inject=inject,
+                                     keep=is_compile_group))
     if "counts" in tiers and open_count_pool is not None:
         current.update(count_suite(suite, open_count_pool, inject=inject))
     rows = rules.screen(current, runs, calibration, annotations)
@@ -83,7 +102,57 @@ def screen_run(suite: Suite, open_pool, runs: list[store.Run], calibration: dict
         rows = rules.screen(current, runs, calibration, annotations, drift)
     return GateRun(rows, drift, rules.disturbance(current, runs, annotations),
                    rules.suspects(rows, max_suspects), current=current,
-                   foreign=rules.foreign_machine(rows))
+                   foreign=rules.foreign_machine(rows), deferred=deferred,
+                   history=(runs, calibration, annotations), max_suspects=max_suspects,
+                   measure_rounds=lambda groups: run_suite(suite, open_pool, processes,
+                                                           groups=groups, inject=inject))
+
+
+# Note [A foreign machine's compiles are measured once]: on a machine that is not the
+# history's, the screen's rounds of compiles were only read for peak RSS and the exact counts
+# (their times were screened A/B against the base anyway), and the A/B screen then measured
+# the same groups again on the working tree's side: of a quiet foreign gate's ~265 s, ~50 s
+# went to compile servers and compiles whose times nobody judged (issue 38: the gate must fit
+# 15 minutes on a machine 4x slower). So the families and the canaries are measured first,
+# and when the canary says the machine is foreign, each compile group's 6 working-tree
+# processes of the A/B screen are its measurement: peak RSS is screened against history on
+# their median, counts on the first, times A/B. A group the base cannot measure (or a base
+# not in the clone) is measured in rounds after all and screened against history, as before.
+
+
+def add_series(run: GateRun, series: dict[str, store.Series]) -> GateRun:
+    """Screen ``series`` measured after the screen (the count tier run beside the A/B
+    screen, a deferred compile group) against the history, with the run's drift, and add
+    them to ``run``; rows already judged keep their verdicts."""
+    runs, calibration, annotations = run.history
+    run.current.update(series)
+    run.rows += rules.screen(series, runs, calibration, annotations, run.drift or 1.0)
+    return run
+
+
+def start_counts(suite: Suite, open_count_pool, inject: dict[str, dict] | None = None
+                 ) -> Callable[[], dict[str, store.Series]]:
+    """The count tier of ``suite``, measured in a thread beside whatever the caller does
+    next (a count does not depend on what else runs: docs/regressions.md, "The count
+    tier"); returns the function that waits for its series (or raises its error)."""
+    done: dict = {}
+
+    def work() -> None:
+        try:
+            done["series"] = count_suite(suite, open_count_pool, inject=inject)
+        except BaseException as err:  # noqa: BLE001  (raised by the waiter)
+            done["error"] = err
+
+    thread = threading.Thread(target=work, name="count tier", daemon=True)
+    thread.start()
+
+    def wait() -> dict[str, store.Series]:
+        thread.join()
+        if "error" in done:
+            raise done["error"]
+        return done["series"]
+
+    return wait
 
 
 def recount_run(run: GateRun, suite: Suite, open_count_pool,
@@ -109,48 +178,95 @@ def recount_run(run: GateRun, suite: Suite, open_count_pool,
 def ab_screen(run: GateRun, open_a: Callable[[], object], open_b: Callable[[], object],
               ab_each: int | None = None, inject: dict[str, dict] | None = None,
               out: Callable[[str], None] = lambda line: None,
-              max_suspects: int = rules.MAX_SUSPECTS) -> GateRun:
+              max_suspects: int | None = None) -> GateRun:
     """On a machine that is not the history's, a history recorded elsewhere cannot screen
     time (issue 38: the canary moved x3-4, code moved x3-9, and a 30% slower compile passed):
     every gated time series of every compile group is measured A/B against the base on
     servers of its own (``open_a()``, ``open_b()``, opened here), and a series that passes
     the confirmation rule there becomes the suspect (its history verdict is replaced); the
-    confirm step then re-measures it on new servers. Other groups (converter families,
-    whose counts the count tier judges) and peak RSS keep the history screen."""
+    confirm step then re-measures it on new servers. The compile groups the screen left to
+    this step (``run.deferred``) are measured here only: side A's results are their
+    measurement (Note [A foreign machine's compiles are measured once]). Other groups
+    (converter families, whose counts the count tier judges) and peak RSS keep the history
+    screen."""
+    limit = run.max_suspects if max_suspects is None else max_suspects
     groups = sorted({group_of(r.name) for r in run.rows if is_compile(r.name)
-                     and r.type in rules.TIME_TYPES})
+                     and r.type in rules.TIME_TYPES} | set(run.deferred))
     if not groups:
         return run
     try:
         pool_b = open_b()
     except ValueError as err:  # the base is not in this clone: keep the history screen
         run.unconfirmed["ab-screen"] = str(err)
+        _measure_in_rounds(run, run.deferred)
+        run.chosen = rules.suspects(run.rows, limit)
         return run
     pool_a = open_a()
-    by_name = {r.name: r for r in run.rows}
-    flagged = []
+    alone = []  # deferred groups the base could not measure
     for group in groups:
-        names = [r.name for r in run.rows if group_of(r.name) == group and
-                 r.type in rules.TIME_TYPES and r.verdict in ("ok", "suspect")]
+        deferred = group in run.deferred
+        names = None if deferred else [
+            r.name for r in run.rows if group_of(r.name) == group and
+            r.type in rules.TIME_TYPES and r.verdict in ("ok", "suspect")]
+        side_a: list[dict] = []
         try:
             found = confirm_group(group, names, pool_a, pool_b,
-                                  ab_each or rules.ab_each(group), (inject or {}).get(group))
+                                  ab_each or rules.ab_each(group), (inject or {}).get(group),
+                                  side_a)
         except BaseCannotMeasure as err:
             run.unconfirmed["ab-screen " + group] = str(err)
+            if deferred:
+                alone.append(group)
             continue
+        if deferred:
+            add_series(run, _as_series(side_a))
+        by_name = {r.name: r for r in run.rows}
         for c in found:
+            if by_name[c.name].verdict not in ("ok", "suspect"):  # new, unstable: as the
+                continue  # history says
             run.ab_screen.append(c)
-            by_name[c.name].verdict = "suspect" if c.regressed else "ok"
             if c.regressed:
-                flagged.append(by_name[c.name])
                 out("A/B screen: suspect " + c.line().removeprefix("REGRESSED "))
+    _measure_in_rounds(run, alone)
+    judged = {c.name: c.regressed for c in run.ab_screen}
+    flagged = []
+    for row in run.rows:
+        if row.name in judged:
+            row.verdict = "suspect" if judged[row.name] else "ok"
+            if judged[row.name]:
+                flagged.append(row)
     # Every suspect of the A/B screen is confirmed, and up to max_suspects of the history
     # screen's others beside them: the A/B screen's suspects must not use up the history
     # screen's budget (with 8 slowed compile series chosen first, a family 20% slower that
     # screened at 28 spreads was never confirmed in 2 of 5 trials, issue 38).
     others = [r for r in run.rows if r not in flagged]
-    run.chosen = flagged + rules.suspects(others, max_suspects)
+    run.chosen = flagged + rules.suspects(others, limit)
     return run
+
+
+def _as_series(results: list[dict]) -> dict[str, store.Series]:
+    """Series from the results of one group's processes (one server: one round)."""
+    series: dict[str, store.Series] = {}
+    for result in results:
+        for name, v in result.items():
+            series.setdefault(name, store.Series(name, v["unit"], v["type"])).samples.append(
+                v["value"])
+    return series
+
+
+def _measure_in_rounds(run: GateRun, groups: list[str]) -> None:
+    """Deferred compile groups the A/B screen could not measure, measured in rounds and
+    screened against history after all, as on the history's machine: the run's drift is
+    taken again over every series (the A/B screen re-marks the series it judged)."""
+    if not groups:
+        return
+    runs, calibration, annotations = run.history
+    run.current.update(run.measure_rounds(groups))
+    rows = rules.screen(run.current, runs, calibration, annotations)
+    run.drift = rules.machine_drift(rows)
+    if run.drift:
+        rows = rules.screen(run.current, runs, calibration, annotations, run.drift)
+    run.rows = rows
 
 
 def confirm_run(run: GateRun, pool, base_pool: Callable[[], object],
