@@ -195,6 +195,9 @@ def _print_screen(run, out) -> None:
     if run.drift:
         out(f"machine drift: the canary and most time series moved x{run.drift:.2f}; time "
             "series are screened relative to the canary")
+    if run.families:
+        out(f"converter families screened relative to their median move, x{run.families:.2f} "
+            "(not the history's machine: code moves unlike the canary)")
     for row in run.exact:
         out(rules.exact_line(row))
     for row in run.chosen:

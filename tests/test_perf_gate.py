@@ -604,3 +604,26 @@ def test_the_count_tier_runs_beside_the_ab_screen(tmp_path):
                       pools={"base": Base(_history_values())}, count_factory=lambda *a: counts)
     assert code == 0 and counts.waited
     assert any(line.startswith("count tier: 1 series, 0 over") for line in out)
+
+
+def test_on_a_foreign_machine_families_are_screened_relative_to_their_own_move(tmp_path):
+    """History from a machine where the canary ran 3.8x and the families ~4.9x faster: with
+    the canary's drift every family is a suspect (all noise); relative to the families'
+    median move only the one 20% slower than its peers is. At home (canary unmoved) the
+    canary's rule stands."""
+    from perf.gate.verdict import _screen
+
+    names = [f"family/f{i}/cpu" for i in range(10)]
+    runs = _runs(tmp_path, {n: ("cpu", QUIET) for n in [*names, "canary/cpu"]})
+    moves = [4.75, 4.8, 4.85, 4.9, 4.95, 4.85, 4.8, 4.9, 4.87, 4.87 * 1.2]
+    current = _current({"canary/cpu": ("cpu", 3.8),
+                        **{n: ("cpu", m) for n, m in zip(names, moves)}})
+    rows, drift, families = _screen(current, (runs, None, []))
+    assert drift == pytest.approx(3.8, rel=0.02) and families == pytest.approx(4.87, rel=0.01)
+    assert [r.name for r in rows if r.verdict == "suspect"] == ["family/f9/cpu"]
+    canary_only = rules.screen(current, runs, drift=drift)
+    assert sum(r.verdict == "suspect" for r in canary_only) == 10
+    home = _current({"canary/cpu": ("cpu", 1.0), **{n: ("cpu", 1.0) for n in names}})
+    assert _screen(home, (runs, None, []))[2] is None
+    few = _current({"canary/cpu": ("cpu", 3.8), **{n: ("cpu", 4.8) for n in names[:7]}})
+    assert _screen(few, (runs, None, []))[2] is None  # under rules.MIN_FAMILIES

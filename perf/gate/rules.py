@@ -77,9 +77,10 @@ def _log_ratio(value: float, base: float) -> float:
 
 def screen(current: dict[str, store.Series], runs: list[store.Run],
            calibration: dict | None = None, annotations: list[dict] | None = None,
-           drift: float = 1.0) -> list[Screened]:
+           drift: float = 1.0, families: float | None = None) -> list[Screened]:
     """Each series of ``current`` against ``runs`` (history); ``drift`` divides the ratio
-    of time series (see ``machine_drift``)."""
+    of time series (see ``machine_drift``), ``families`` that of the converter families'
+    instead when given (``family_drift``)."""
     out = []
     for name, s in current.items():
         row = Screened(name, s.type, s.unit, s.statistic())
@@ -98,7 +99,8 @@ def screen(current: dict[str, store.Series], runs: list[store.Run],
         row.spread = noise.series_spread(name, runs, calibration, annotations, s.type)
         log_ratio = _log_ratio(row.value, row.baseline)
         if s.type in TIME_TYPES:
-            log_ratio -= math.log(drift)
+            log_ratio -= math.log(families if families and name.startswith("family/")
+                                  else drift)
         row.z = log_ratio / max(row.spread.value, 1e-9)
         limit = threshold(s.type, row.spread.value)
         if row.spread.unstable:
@@ -135,6 +137,24 @@ def machine_drift(rows: list[Screened]) -> float | None:
              and not is_canary(r.name)]
     moved = [r for r in times if sign * math.log(r.ratio) > math.log1p(MIN_EFFECT["cpu"])]
     return canary.ratio if times and len(moved) >= DRIFT_FRACTION * len(times) else None
+
+
+MIN_FAMILIES = 8  # converter families a run needs before their median move is trusted
+
+
+def family_drift(rows: list[Screened]) -> float | None:
+    """On a machine that is not the history's: the median move of the converter families'
+    CPU series, the drift they are screened relative to instead of the canary's (None with
+    fewer than MIN_FAMILIES). The families are one kind of code (the interpreter converting
+    one-op graphs) and move together, unlike a Python loop: on a machine whose canary read
+    x3.83 they read x4.75-x5.62 (median x4.87), so all 8 suspects the history screen chose
+    were families and all 8 were noise when confirmed A/B (docs/regressions.md, "Gate
+    time"). Relative to their median, one family 20% slower still stands out; a slowdown
+    of every family alike does not (the compiles' conversion phases, screened A/B, and the
+    count tier see that)."""
+    ratios = [r.ratio for r in rows
+              if r.name.startswith("family/") and r.type == "cpu" and r.ratio]
+    return statistics.median(ratios) if len(ratios) >= MIN_FAMILIES else None
 
 
 def foreign_machine(rows: list[Screened]) -> float | None:

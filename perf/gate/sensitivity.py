@@ -85,7 +85,7 @@ def targets(args, models: tuple[str, ...]) -> dict[str, str | list[str]]:
 def _trial(run, load_start: float, seconds: float) -> dict:
     return {"load_start": load_start, "load_end": os.getloadavg()[0],
             "seconds": round(seconds, 1), "drift": run.drift, "disturbed": run.disturbed,
-            "canary": run.canary, "foreign": run.foreign,
+            "canary": run.canary, "foreign": run.foreign, "families": run.families,
             "ab_screen": {c.name: {"a": c.a, "b": c.b, "pvalue": c.pvalue, "ratio": c.ratio,
                                    "regressed": c.regressed} for c in run.ab_screen},
             "screen": {r.name: {"verdict": r.verdict, "ratio": r.ratio, "z": round(r.z, 3),

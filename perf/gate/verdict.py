@@ -34,6 +34,7 @@ class GateRun:
     recounts: dict[str, float] = field(default_factory=dict)  # count suspect: its re-count
     # the canary's ratio when this machine is not the history's: compile series screened A/B
     foreign: float | None = None
+    families: float | None = None  # then the families' median move (rules.family_drift)
     ab_screen: list[rules.Confirmation] = field(default_factory=list)  # that screen's A/Bs
     # compile groups the screen left to the A/B screen on a foreign machine (Note [A foreign
     # machine's compiles are measured once]), and what screening later series needs
@@ -96,16 +97,27 @@ def screen_run(suite: Suite, open_pool, runs: list[store.Run], calibration: dict
                                      keep=is_compile_group))
     if "counts" in tiers and open_count_pool is not None:
         current.update(count_suite(suite, open_count_pool, inject=inject))
-    rows = rules.screen(current, runs, calibration, annotations)
-    drift = rules.machine_drift(rows)
-    if drift:
-        rows = rules.screen(current, runs, calibration, annotations, drift)
+    rows, drift, families = _screen(current, (runs, calibration, annotations))
     return GateRun(rows, drift, rules.disturbance(current, runs, annotations),
                    rules.suspects(rows, max_suspects), current=current,
-                   foreign=rules.foreign_machine(rows), deferred=deferred,
+                   foreign=rules.foreign_machine(rows), families=families, deferred=deferred,
                    history=(runs, calibration, annotations), max_suspects=max_suspects,
                    measure_rounds=lambda groups: run_suite(suite, open_pool, processes,
                                                            groups=groups, inject=inject))
+
+
+def _screen(current: dict[str, store.Series], history: tuple
+            ) -> tuple[list[rules.Screened], float | None, float | None]:
+    """(rows, drift, the families' drift): ``current`` screened against the history,
+    relative to the canary when the machine drifted, and on a machine that is not the
+    history's the converter families relative to their own median move
+    (``rules.family_drift``)."""
+    rows = rules.screen(current, *history)
+    drift = rules.machine_drift(rows)
+    families = rules.family_drift(rows) if rules.foreign_machine(rows) else None
+    if drift or families:
+        rows = rules.screen(current, *history, drift or 1.0, families)
+    return rows, drift, families
 
 
 # Note [A foreign machine's compiles are measured once]: on a machine that is not the
@@ -124,9 +136,8 @@ def add_series(run: GateRun, series: dict[str, store.Series]) -> GateRun:
     """Screen ``series`` measured after the screen (the count tier run beside the A/B
     screen, a deferred compile group) against the history, with the run's drift, and add
     them to ``run``; rows already judged keep their verdicts."""
-    runs, calibration, annotations = run.history
     run.current.update(series)
-    run.rows += rules.screen(series, runs, calibration, annotations, run.drift or 1.0)
+    run.rows += rules.screen(series, *run.history, run.drift or 1.0, run.families)
     return run
 
 
@@ -260,13 +271,8 @@ def _measure_in_rounds(run: GateRun, groups: list[str]) -> None:
     taken again over every series (the A/B screen re-marks the series it judged)."""
     if not groups:
         return
-    runs, calibration, annotations = run.history
     run.current.update(run.measure_rounds(groups))
-    rows = rules.screen(run.current, runs, calibration, annotations)
-    run.drift = rules.machine_drift(rows)
-    if run.drift:
-        rows = rules.screen(run.current, runs, calibration, annotations, run.drift)
-    run.rows = rows
+    run.rows, run.drift, run.families = _screen(run.current, run.history)
 
 
 def confirm_run(run: GateRun, pool, base_pool: Callable[[], object],
