@@ -176,3 +176,35 @@ def test_foreign_machine_rates():
         if goals["family"] not in trial["suspects"]:
             assert name in CROWDING_RULE and len(trial["suspects"]) >= rules.MAX_SUSPECTS
             assert trial["screen"][goals["family"]]["verdict"] == "suspect"
+
+
+# recorded after the compiles of a foreign machine were measured once (by the A/B screen)
+# and the families screened relative to their own median move (598183b, 4cfeed5)
+MEASURED_ONCE = sorted(n.name for n in (store.DATA / "results").glob(
+    "sensitivity_foreign_*c46*.json"))
+
+
+@pytest.mark.parametrize("name", MEASURED_ONCE)
+def test_foreign_trials_with_compiles_measured_once(name):
+    """Each trial re-judged from its samples; the compiles' samples are the A/B screen's 6
+    working-tree processes (one server: one round; 12 where a series close to the line got
+    6 more a side), not rounds of the screen; the families
+    were screened relative to their median move; every injected scenario REGRESSED and no
+    other series, and the unchanged tree nothing."""
+    from perf.gate.sensitivity import summarize
+
+    results = json.loads((store.DATA / "results" / name).read_text())
+    assert results["params"]["history_scale"] == 3 and results["trials"]
+    for trial in results["trials"]:
+        assert trial["foreign"] and trial["canary"] > 3 and trial["families"] > 3
+        for series, v in trial["confirmations"].items():
+            c = rules.Confirmation(series, v["type"], v["a"], v["b"])
+            assert c.regressed == v["regressed"] and (series in trial["regressed"]) == c.regressed
+        totals = {n: s for n, s in trial["samples"].items() if n.endswith("/cpu/total")}
+        assert totals and all(s["rounds"] == 1 and len(s["samples"]) in (  # extended:
+            rules.AB_EACH, 2 * rules.AB_EACH) for s in totals.values()), totals  # 6 more
+    found = summarize(results)
+    assert found["controls_regressed"] == {}
+    n = len(results["trials"])
+    wanted = 0 if results["params"]["control"] else n
+    assert found["flagged"] == dict.fromkeys(found["flagged"], wanted), found
