@@ -44,7 +44,8 @@ _TRUNC_MEAN = (
     "scatter_reduce_decomposition) divides the sum by the count with torch.div(..., "
     "rounding_mode='trunc') for every dtype; torch's scatter_reduce mean of a float tensor "
     "is a true division (eager has fractions), so the network (FLOOR_DIV with SIGN/ABS: "
-    "aten.div.Tensor_mode) truncates each mean")
+    "aten.div.Tensor_mode) truncates each mean. Repro: "
+    "conformance/peer_repros/scatter_reduce_mean.py")
 
 _BAG_END = (
     "the peer's embedding_bag converter (impl/embedding.py, "
@@ -69,7 +70,8 @@ _SCALES = (
     "reading, Note [Resize coordinates], passes the 26 ONNX resize/upsample node cases), "
     "while torch's .vec overloads map by the floored output size (eager: 5 -> 5 rows at "
     "scale 1.1 is the identity, the network repeats row 0). A converter wanting torch's "
-    "result sets the output shape instead")
+    "result sets the output shape instead. Repros: conformance/peer_repros/upsample_scales.py "
+    "(nearest) and conformance/peer_repros/upsample_bilinear_align_corners.py")
 _FIXED_WINDOW = (
     "adaptive average pooling averages window i over [floor(i*in/out), ceil((i+1)*in/"
     "out)) (torch's definition; the windows differ in size when out does not divide in); "
@@ -102,7 +104,8 @@ TRIAGE: list[Rule] = [
          "clamp of an int tensor with a float bound is float in torch (torch.result_type "
          "promotes; eager returns float32); the peer's network makes the bound an INT32 "
          "constant, takes the MAX in INT32 and casts to FLOAT, so a bound of x.5 is off by "
-         "0.5 (the same promotion bug as add_scalar_int_float.py)"),
+         "0.5 (the same promotion bug as add_scalar_int_float.py). Repro: "
+         "conformance/peer_repros/clamp_int_float.py"),
     *(Rule(cells, PEER_BUG, _TRUNC_MEAN) for cells in (
         "aten.scatter_reduce.two-mean*-fp*", "aten.scatter_reduce.two-mean*-bf16-*",
         "opinfo:scatter_reduce.mean-fp*", "opinfo:scatter_reduce.mean-bf16-*")),
@@ -159,7 +162,8 @@ TRIAGE: list[Rule] = [
     Rule("operator.truediv-*-dynamic", PEER_BUG,
          "Python's truediv of two sizes is a float; the peer's converter for operator."
          "truediv on the dynamic sizes divides them as integers (the same integer division "
-         "as div of int tensors): eager's value is exact (RMSE 0), the network's is off",
+         "as div of int tensors): at size 1, 1/4 comes back 0, at size 5 1; eager's value is "
+         "exact (RMSE 0). Repro: conformance/peer_repros/size_true_div.py",
          message="RMSE vs float64"),
     Rule("aten.ge.Scalar-int_vs_float-*", PEER_BUG,
          "int tensor >= 0.5 compares in float in torch (torch.result_type promotes); the "
@@ -177,7 +181,9 @@ TRIAGE: list[Rule] = [
          "flattens (i, j) to one linear index i*size + j and gathers, without wrapping a "
          "negative j (eager's -1 is the last element), so it reads an element of the "
          "previous row: at the three shapes the wrong values are exactly the positions "
-         "whose j is negative (j = -2, -2 and -1 here); static cells pass",
+         "whose j is negative (j = -2, -2 and -1 here). Not a dynamic-shape bug: the static "
+         "cell's sample has no negative j (j = [3, 2]); with one a static input reads the "
+         "same wrong row. Repro: conformance/peer_repros/index_negative.py",
          message="RMSE vs float64"),
     *(Rule(cells, PEER_BUG, _SCALES, message="RMSE vs float64") for cells in (
         "aten.upsample_nearest*d.vec-*", "aten.upsample_*linear*d.vec-*align_corners*")),
@@ -196,13 +202,17 @@ TRIAGE: list[Rule] = [
          "var_mean over a dynamic dim: the peer's lowered graph divides the sums by "
          "CONSTANT element counts (its /div_rhs and /div_1_rhs layers) taken at the compile "
          "shape (2, 3, 4); at the min shape (1, 3, 4) the count is half, so mean and var "
-         "are off (error 0.76 / 0.30), at the opt shape they match (2e-7)",
+         "are off (error 0.76 / 0.30), at the opt shape they match (2e-7). The counts come "
+         "from the peer's var decomposition (lowering/_decompositions.py, var_decomposition: "
+         "float(N - 1) of the symbolic sizes). Repro: "
+         "conformance/peer_repros/var_mean_dynamic.py",
          message="RMSE vs float64"),
     Rule("aten.resize.default-*-dynamic", PEER_BUG,
          "resize to a size with a dynamic dim: the peer's support check accepts the node "
          "(aten.resize_ is in its converter table), then its compile raises torch's "
          "'isIntList() INTERNAL ASSERT FAILED ... Expected IntList but got GenericList' "
-         "(the size list holds a symbolic int); static cells pass",
+         "(the size list holds a symbolic int); static cells pass. Repro: "
+         "conformance/peer_repros/resize_dynamic.py",
          message="Expected IntList but got GenericList"),
     Rule("aten.roll.default-two_dims-*", PEER_BUG,
          "roll(x, [-5, 2], [0, -1]) on 3x4: the peer's network is one SLICE in WRAP mode "
@@ -216,7 +226,8 @@ TRIAGE: list[Rule] = [
          "returns an empty tensor there; the peer's network computes the slice size as "
          "end - start without clamping at 0, so at the min shape the SLICE gets size -1, a "
          "negative output dim, which TensorRT cannot have (our executor fails on it with "
-         "torch.arange's message)", message="inconsistent with step sign"),
+         "torch.arange's message). Repro: conformance/peer_repros/slice_dynamic_empty.py",
+         message="inconsistent with step sign"),
     *(Rule(f"opinfo:{op}-bf16-*", PEER_BUG,
            f"{op} lowers to where; the peer's network casts the bf16 values to INT32 before "
            "the SELECT (CAST BF16->INT32, SELECT, CAST ->BF16; seen in the networks of "
@@ -253,7 +264,8 @@ TRIAGE: list[Rule] = [
     Rule("aten.nonzero.default-*", PEER_BUG,
          "the peer's support check accepts nonzero, then its converter raises 'This is only "
          "available in non TensorRT-RTX environments': its validator does not know its own "
-         "TensorRT-RTX limit, so on a GPU with TensorRT-RTX the compile fails the same way",
+         "TensorRT-RTX limit, so on a GPU with TensorRT-RTX the compile fails the same way. "
+         "Repro: conformance/peer_repros/nonzero_rtx.py",
          message="non TensorRT-RTX"),
     Rule("*", DEVIATION,
          "the peer's lowering or converter allocates a tensor on its target device (cuda:0) "
@@ -267,7 +279,10 @@ TRIAGE: list[Rule] = [
          "our executor raises where TensorRT's ISliceLayer documentation says STRICT_BOUNDS "
          "'fails with an error when the coordinates are out of bounds': the peer's network "
          "slices with a start it did not normalize for the dynamic size (start < 0 or past "
-         "the end at the min/max shapes), which a GPU engine would reject or read wrongly",
+         "the end at the min/max shapes), which a GPU engine would reject or read wrongly. "
+         "Repros: conformance/peer_repros/slice_dynamic_start.py (x[-3::2] at size 1: start "
+         "-3 + 1 = -2, not clamped to 0) and conformance/peer_repros/slice_symbolic_start.py "
+         "(x[-n + 1:]: the symbolic start -5 at n = 6 is not made 1)",
          message="slice reads out of bounds"),
     Rule("*", PEER_BUG, _SHAPE, message=" shape ("),
     Rule("*", PEER_BUG, _SHAPE, message=" dtype torch."),

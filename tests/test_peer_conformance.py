@@ -40,6 +40,18 @@ def test_triage_entries_name_a_class_and_evidence():
         assert len(rule.evidence) > 40, f"{rule.cells}: evidence too short"
 
 
+def test_repro_scripts_named_by_the_triage_exist_and_are_listed():
+    """Every "Repro: conformance/peer_repros/NAME.py" of the triage's evidence is a script,
+    and every script has a row in conformance/peer_repros/README.md's table."""
+    repros = ROOT / "conformance" / "peer_repros"
+    named = {m for rule in TRIAGE
+             for m in re.findall(r"conformance/peer_repros/(\w+\.py)", rule.evidence)}
+    assert named and all((repros / n).is_file() for n in named), sorted(named)
+    table = (repros / "README.md").read_text()
+    scripts = sorted(p.name for p in repros.glob("*.py") if not p.name.startswith("_"))
+    assert [s for s in scripts if f"| `{s}` |" not in table] == []
+
+
 @pytest.mark.skipif(not PEER_PYTHON.exists(), reason=(
     f"Torch-TensorRT's environment is not installed at {PEER_VENV} (optional, ~5 GB: "
     "../shared/peer/setup.sh makes it; set PEER_VENV to use another)"))

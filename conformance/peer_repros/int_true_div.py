@@ -1,7 +1,7 @@
 """Division of int tensors is true division in torch (torch.div(int, 2) and
 reciprocal of an int are float: 1/2 = 0.5); the peer's network divides in the integer type
 and casts the quotient, so 1/2 comes back 0. The same integer division reaches
-operator.truediv of two dynamic sizes."""
+operator.truediv of a dynamic size: size_true_div.py."""
 
 import torch
 from _common import check
