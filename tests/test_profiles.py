@@ -71,3 +71,27 @@ def test_profiles_survive_save_load(compiled, tmp_path):
     loaded = torch_trt_ref.load(str(path))
     x = torch.randn(1, 4)
     torch.testing.assert_close(loaded(x), Step()(x))
+
+
+class _NoScan(list):
+    def __iter__(self):
+        raise AssertionError("the engine's layers were scanned on a call")
+
+
+@pytest.mark.parametrize("dynamic", [False, True])
+def test_a_call_does_not_scan_the_engine_s_layers(dynamic):
+    """Choosing the profile and finding the in-place outputs read what the engine holds,
+    found once: a scan of every layer on each call made lgamma_graph's module 14% slower
+    (the gate's A/B against 69d9405, bisected to f85f19b)."""
+    from torch_trt_ref.runtime.module import EngineModule
+
+    x = torch.randn(4, 4)
+    spec = torch_trt_ref.Input(min_shape=(2, 4), opt_shape=(4, 4), max_shape=(8, 4)) \
+        if dynamic else x
+    compiled = torch_trt_ref.compile(Step().eval(), [spec], executor="reference",
+                                     min_block_size=1)
+    expected = compiled(x)
+    for module in compiled.modules():
+        if isinstance(module, EngineModule):
+            module.engine.snapshot.layers = _NoScan(module.engine.snapshot.layers)
+    torch.testing.assert_close(compiled(x), expected)
