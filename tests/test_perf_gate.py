@@ -5,7 +5,6 @@ codes with a fake measuring pool in place of fresh processes."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import math
 import re
@@ -14,6 +13,17 @@ from itertools import combinations
 from pathlib import Path
 
 import pytest
+from perf_gate_fakes import (
+    COMMIT,
+    QUIET,
+    QUIET_TREE,
+    FakePool,
+    fake_counts,
+    history_runs,
+    one_model_suite,
+    run_gate,
+    series_of,
+)
 
 from perf import cli
 from perf.cli import add_subcommands, gate_command
@@ -21,35 +31,13 @@ from perf.gate import noise, rules, store, suites
 from perf.gate.confirm import resolve_commit
 from perf.gate.worker import ROOT, MeasureError
 
-COMMIT = "a" * 40
-
-
-def _runs(tmp_path, values: dict[str, tuple[str, list[float]]], n: int = 10,
-          commit: str = COMMIT):
-    """``n`` history runs; run i holds values[name][1][i % len] for each series."""
-    for i in range(n):
-        head = {"commit": commit, "parent": None, "suite": "quick",
-                "time": f"2026-01-01T00:{i:02d}:00Z", "machine": {}, "load": {},
-                "loaded": False, "versions": {}, "dirty": False}
-        series = [{"name": name, "unit": "s", "type": type_,
-                   "samples": [vals[i % len(vals)]]} for name, (type_, vals) in values.items()]
-        store.write_run(head, series, tmp_path)
-    return store.load_runs(tmp_path)
-
-
-def _current(values: dict[str, tuple[str, float]]) -> dict[str, store.Series]:
-    return {n: store.Series(n, "s", t, [v]) for n, (t, v) in values.items()}
-
-
-QUIET = [1.0, 1.01, 0.99, 1.02, 0.98, 1.0, 1.01, 0.99]  # spread ~0.015 of log values
-
 
 def test_screen_verdicts(tmp_path):
-    runs = _runs(tmp_path, {"c/cpu": ("cpu", QUIET), "c/small": ("cpu", QUIET),
+    runs = history_runs(tmp_path, {"c/cpu": ("cpu", QUIET), "c/small": ("cpu", QUIET),
                             "c/noisy": ("cpu", [1.0, 1.3, 0.8, 1.2, 0.7, 1.0, 1.4, 0.9]),
                             "c/count": ("count", [10.0]), "c/fewer": ("count", [10.0]),
                             "c/wall": ("wall", QUIET), "c/rss": ("rss", QUIET)})
-    rows = {r.name: r for r in rules.screen(_current({
+    rows = {r.name: r for r in rules.screen(series_of({
         "c/cpu": ("cpu", 1.5), "c/small": ("cpu", 1.08), "c/noisy": ("cpu", 3.0),
         "c/count": ("count", 11.0), "c/fewer": ("count", 9.0), "c/wall": ("wall", 9.0),
         "c/rss": ("rss", 1.08), "c/new": ("cpu", 1.0)}), runs)}
@@ -67,49 +55,52 @@ def test_screen_verdicts(tmp_path):
 def test_spread_must_be_exceeded_four_times(tmp_path):
     """+15% is over the minimum effect but within 4 spreads of a series whose spread is
     0.05 (from the calibration, history being too short): not a suspect."""
-    runs = _runs(tmp_path, {"c/cpu": ("cpu", [1.0])}, n=3)
+    runs = history_runs(tmp_path, {"c/cpu": ("cpu", [1.0])}, n=3)
     calibration = {"series": {"c/cpu": {"spread": 0.05, "n": 5}}}
-    row, = rules.screen(_current({"c/cpu": ("cpu", 1.15)}), runs, calibration)
+    row, = rules.screen(series_of({"c/cpu": ("cpu", 1.15)}), runs, calibration)
     assert row.spread.source == "calibration" and row.verdict == "ok"
-    row, = rules.screen(_current({"c/cpu": ("cpu", 1.25)}), runs, calibration)
+    row, = rules.screen(series_of({"c/cpu": ("cpu", 1.25)}), runs, calibration)
     assert row.verdict == "suspect"
 
 
 def test_machine_drift_screens_relative_to_the_canary(tmp_path):
     names = ["canary/cpu", "a/cpu", "b/cpu", "c/cpu", "d/latency"]
-    runs = _runs(tmp_path, {n: ("latency" if "latency" in n else "cpu", QUIET) for n in names})
+    runs = history_runs(tmp_path, {n: ("latency" if "latency" in n else "cpu", QUIET)
+                                   for n in names})
     slower = {n: ("latency" if "latency" in n else "cpu", 1.3) for n in names}
     slower["d/latency"] = ("latency", 1.3 * 1.5)  # one series moved more than the machine
-    rows = rules.screen(_current(slower), runs)
+    rows = rules.screen(series_of(slower), runs)
     drift = rules.machine_drift(rows)
     assert drift == pytest.approx(1.3, rel=0.02)
-    rows = {r.name: r for r in rules.screen(_current(slower), runs, drift=drift)}
+    rows = {r.name: r for r in rules.screen(series_of(slower), runs, drift=drift)}
     assert [n for n, r in rows.items() if r.verdict == "suspect"] == ["d/latency"]
     assert rows["canary/cpu"].verdict == "shown"
     only_canary = {**{n: (t, 1.0) for n, (t, _) in slower.items()}, "canary/cpu": ("cpu", 1.3)}
-    assert rules.machine_drift(rules.screen(_current(only_canary), runs)) is None
+    assert rules.machine_drift(rules.screen(series_of(only_canary), runs)) is None
 
 
 def test_a_disturbed_machine_is_told_by_the_cold_canary(tmp_path):
     """The cold canary 12% above its history median (spread ~0.015) marks the run
     disturbed; 3% above is within its noise; the loop canary alone says nothing; and with
     fewer than noise.MIN_HISTORY quiet points nothing is judged."""
-    runs = _runs(tmp_path, {suites.COLD_CANARY: ("cpu", QUIET), "canary/cpu": ("cpu", QUIET)})
-    rows = {r.name: r for r in rules.screen(_current({suites.COLD_CANARY: ("cpu", 1.12)}), runs)}
+    runs = history_runs(tmp_path, {suites.COLD_CANARY: ("cpu", QUIET),
+                                   "canary/cpu": ("cpu", QUIET)})
+    rows = {r.name: r for r in rules.screen(series_of({suites.COLD_CANARY: ("cpu", 1.12)}), runs)}
     assert rows[suites.COLD_CANARY].verdict == "shown"  # a canary is never gated
-    assert rules.disturbance(_current({suites.COLD_CANARY: ("cpu", 1.12)}), runs) == \
+    assert rules.disturbance(series_of({suites.COLD_CANARY: ("cpu", 1.12)}), runs) == \
         pytest.approx(1.12, rel=0.02)
-    assert rules.disturbance(_current({suites.COLD_CANARY: ("cpu", 1.03)}), runs) is None
-    assert rules.disturbance(_current({"canary/cpu": ("cpu", 1.5)}), runs) is None
-    few = _runs(tmp_path / "few", {suites.COLD_CANARY: ("cpu", QUIET)},
+    assert rules.disturbance(series_of({suites.COLD_CANARY: ("cpu", 1.03)}), runs) is None
+    assert rules.disturbance(series_of({"canary/cpu": ("cpu", 1.5)}), runs) is None
+    few = history_runs(tmp_path / "few", {suites.COLD_CANARY: ("cpu", QUIET)},
                 n=noise.MIN_HISTORY - 1)
-    assert rules.disturbance(_current({suites.COLD_CANARY: ("cpu", 2.0)}), few) is None
+    assert rules.disturbance(series_of({suites.COLD_CANARY: ("cpu", 2.0)}), few) is None
 
 
 def test_a_run_on_a_disturbed_machine_is_recorded_as_loaded(tmp_path):
     """``perf run --record`` marks a run whose cold canary moved: kept and shown, but the
     noise model, the baselines and the change points leave it out."""
-    _runs(tmp_path, {suites.COLD_CANARY: ("cpu", QUIET), "compile/m/cpu/total": ("cpu", QUIET)})
+    history_runs(tmp_path, {suites.COLD_CANARY: ("cpu", QUIET),
+                            "compile/m/cpu/total": ("cpu", QUIET)})
     values = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.3)},
               "canary": {suites.COLD_CANARY: ("cpu", 1.2), "canary/cpu": ("cpu", 1.0)}}
     assert _perf_run_record(tmp_path, values, processes=1) == 0
@@ -152,89 +143,13 @@ def test_abba_order():
         rules.abba(5)
 
 
-class FakePool:
-    """Stands for the measuring servers: each group yields fixed values (times a factor
-    per tree), so the CLI's decisions can be checked without fresh processes."""
-
-    def __init__(self, values, factor=1.0, fails=None, fails_after=0):
-        self.values, self.factor, self.calls = values, factor, []
-        self.fails, self.fails_after = fails, fails_after  # raise ``fails`` after N calls
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        pass
-
-    def families(self):
-        return []
-
-    def measure(self, group, inject=None, cases=None):
-        if self.fails and len(self.calls) >= self.fails_after:
-            raise MeasureError(self.fails)
-        self.calls.append(group)
-        k = len(self.calls)
-        jitter = self.factor * (1 + 0.001 * (k % 3))
-        return {n: {"type": t, "unit": "s",
-                    "value": v if t in ("count", "work") else v * jitter}
-                for n, (t, v) in self.values[group].items()}
-
-
-COUNTED = {"compile:m": {"compile/m/ops/lowering": ("work", 1000.0)}}
-
-
-def fake_counts(values=COUNTED):
-    """A count_factory: the count tier's server replaced by fixed counts."""
-    return lambda tree, log, models: FakePool(values)
-
-
 @pytest.fixture(autouse=True)
 def _one_model_suite(monkeypatch):
-    """The quick suite as one model ``m`` (2 processes), no families: what FakePool knows."""
-    monkeypatch.setitem(suites.SUITES, "quick", suites.Suite("quick", ("m",), 2, families=False))
-
-
-def _history_values(extra=None) -> dict:
-    return {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
-                          "compile/m/count/layers": ("count", 10.0), **(extra or {})},
-            "canary": {"canary/cpu": ("cpu", 1.0)}}
-
-
-def _gate(tmp_path, current, base_factor=1.0, current_factor=1.0, base_fails=None,
-          current_fails=None, history_commit=COMMIT, counted=COUNTED, history_factor=1.0,
-          extra=None, args=(), pools=None, count_factory=None):
-    """``perf gate`` with fake pools: ``current`` the time tier's values, ``counted`` the
-    count tier's; the history holds 10 quiet runs of 1.0 s (x ``history_factor``: recorded
-    on another machine) and 1000 counted ops, and ``extra`` series of group ``compile:m``
-    (name: (type, value)) in the history and the base; ``args`` more gate arguments;
-    ``pools`` (a dict) gets the fake pools used (``None``: the working tree, ``"base"``),
-    and may hold some to use."""
-    history_values = _history_values(extra)
-    runs_dir = tmp_path / "history"
-    scale = history_factor if isinstance(history_factor, dict) else {}
-    recorded = {n: (t, [v * f * scale.get(n, 1.0 if scale else history_factor) for f in QUIET])
-                for g in history_values.values() for n, (t, v) in g.items()}
-    recorded["compile/m/count/layers"] = ("count", [10.0])
-    recorded["compile/m/ops/lowering"] = ("work", [1000.0])
-    _runs(runs_dir, recorded, commit=history_commit)
-    # the screen measures 2 groups in 2 rounds; ``current_fails`` comes after it
-    pools = {} if pools is None else pools
-    pools.setdefault(None, FakePool(current, current_factor, current_fails, fails_after=4))
-    pools.setdefault("base", FakePool(history_values, base_factor, base_fails))
-    out: list[str] = []
-    parser = argparse.ArgumentParser()
-    add_subcommands(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["perf", "gate", "--suite", "quick", "--history", str(runs_dir),
-                              "--noise", str(tmp_path / "none.json"), "--max-wait", "0",
-                              "--load-limit", "1000", *args])
-    code = gate_command(args, pool_factory=lambda tree, log: pools[tree],
-                        checkout=lambda rev: contextlib.nullcontext("base"), out=out.append,
-                        count_factory=count_factory or fake_counts(counted))
-    return code, out
+    one_model_suite(monkeypatch)
 
 
 def test_gate_passes_a_quiet_tree(tmp_path):
-    code, out = _gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
+    code, out = run_gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
                                                "compile/m/count/layers": ("count", 10.0)},
                                  "canary": {"canary/cpu": ("cpu", 1.0)}})
     assert code == 0
@@ -244,16 +159,11 @@ def test_gate_passes_a_quiet_tree(tmp_path):
 
 
 def test_gate_fails_on_a_count(tmp_path):
-    code, out = _gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
+    code, out = run_gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
                                                "compile/m/count/layers": ("count", 11.0)},
                                  "canary": {"canary/cpu": ("cpu", 1.0)}})
     assert code == 1
     assert any(line.startswith("REGRESSED compile/m/count/layers") for line in out)
-
-
-QUIET_TREE = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
-                             "compile/m/count/layers": ("count", 10.0)},
-              "canary": {"canary/cpu": ("cpu", 1.0)}}
 
 
 @pytest.mark.parametrize("ops,expected", [(1020.0, 1), (1005.0, 0), (950.0, 0)])
@@ -261,7 +171,7 @@ def test_the_count_tier_regresses_without_a_timing_ab(tmp_path, ops, expected):
     """A counted series 2% over its history (counts repeat exactly: threshold x1.01) is
     REGRESSED once a re-count agrees, with no A/B; 0.5% is under the threshold; fewer ops
     is an improvement."""
-    code, out = _gate(tmp_path, QUIET_TREE,
+    code, out = run_gate(tmp_path, QUIET_TREE,
                       counted={"compile:m": {"compile/m/ops/lowering": ("work", ops)}})
     assert code == expected
     lines = [line for line in out if line.startswith("REGRESSED compile/m/ops")]
@@ -291,7 +201,7 @@ def test_a_count_that_does_not_repeat_is_a_flake(tmp_path):
 
     history_values = {n: (t, [v]) for g in QUIET_TREE.values() for n, (t, v) in g.items()}
     history_values["compile/m/ops/lowering"] = ("work", [1000.0])
-    _runs(tmp_path / "history", history_values)
+    history_runs(tmp_path / "history", history_values)
     parser = argparse.ArgumentParser()
     add_subcommands(parser.add_subparsers(dest="command"))
     args = parser.parse_args(["perf", "gate", "--history", str(tmp_path / "history"),
@@ -305,56 +215,11 @@ def test_a_count_that_does_not_repeat_is_a_flake(tmp_path):
                                "(history 1000, x1.1000; re-counted 1000") for line in out)
 
 
-def test_on_another_machine_compile_series_are_screened_ab(tmp_path):
-    """History recorded on a machine 3.5x faster for the canary but 3x for the compile (code
-    does not scale with a canary). A compile 20% slower than the base screens at x1.03
-    relative to the canary, under any threshold; the gate sees the machine is not the
-    history's and screens the compile A/B against the base instead: REGRESSED. The
-    unchanged tree passes, and on the history's machine the history screen is used."""
-    elsewhere = {"compile/m/cpu/total": 1 / 3.0, "canary/cpu": 1 / 3.5}
-    slower = {"compile:m": {**QUIET_TREE["compile:m"], "compile/m/cpu/total": ("cpu", 1.2)},
-              "canary": QUIET_TREE["canary"]}
-    code, out = _gate(tmp_path / "slower", slower, history_factor=elsewhere)
-    assert code == 1, out
-    assert any(line.startswith("not the history's machine: the canary moved x3.5")
-               for line in out)
-    assert any(line.startswith("A/B screen: suspect compile/m/cpu/total: x1.2") for line in out)
-    assert any(line.startswith("REGRESSED compile/m/cpu/total: x1.2") for line in out)
-    code, out = _gate(tmp_path / "same", QUIET_TREE, history_factor=elsewhere)
-    assert code == 0 and any(line.startswith("not the history's machine") for line in out)
-    assert not any(line.startswith(("A/B screen", "REGRESSED", "noise")) for line in out)
-    code, out = _gate(tmp_path / "home", QUIET_TREE)  # the history's machine
-    assert code == 0 and not any(line.startswith("not the history's") for line in out)
-    assert not any(line.startswith("A/B screen") for line in out)
-
-
-def test_the_ab_screen_s_suspects_leave_the_history_screen_its_budget(tmp_path):
-    """On a machine that is not the history's, the A/B screen's suspects are all confirmed
-    and do not use up the history screen's: with --max-suspects 1 a slower compile (the A/B
-    screen's) and a peak RSS 50% over its history (the history screen's) are both REGRESSED
-    (before, 8 slowed compile series hid a family 20% slower in 2 of 5 trials, issue 38)."""
-    elsewhere = {"compile/m/cpu/total": 1 / 3.0, "canary/cpu": 1 / 3.5}
-    rss = {"compile/m/rss/peak": ("rss", 100.0)}
-    worse = {"compile:m": {**QUIET_TREE["compile:m"], "compile/m/cpu/total": ("cpu", 1.2),
-                           "compile/m/rss/peak": ("rss", 150.0)},
-             "canary": QUIET_TREE["canary"]}
-    code, out = _gate(tmp_path, worse, history_factor=elsewhere, extra=rss,
-                      args=["--max-suspects", "1"])
-    assert code == 1, out
-    regressed = sorted(line.split(":")[0] for line in out if line.startswith("REGRESSED"))
-    assert regressed == ["REGRESSED compile/m/cpu/total", "REGRESSED compile/m/rss/peak"]
-
-
-def test_foreign_machine_is_the_canary_beyond_the_minimum_effect():
-    rows = [rules.Screened("canary/cpu", "cpu", "s", v, 1.0) for v in (1.05, 1.2, 0.8)]
-    assert [rules.foreign_machine([r]) for r in rows] == [None, 1.2, 0.8]
-
-
 @pytest.mark.parametrize("base_factor,expected", [(1.0, 1), (1.4, 0)])
 def test_gate_confirms_or_rejects_a_suspect(tmp_path, base_factor, expected):
     """The tree measures 1.4x its history. A base that measures 1.0 confirms it; a base
     that is now as slow (the machine, not the change) leaves it noise (unconfirmed)."""
-    code, out = _gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.4),
+    code, out = run_gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.4),
                                                "compile/m/count/layers": ("count", 10.0)},
                                  "canary": {"canary/cpu": ("cpu", 1.0)}}, base_factor)
     assert code == expected
@@ -367,7 +232,7 @@ def test_gate_confirms_or_rejects_a_suspect(tmp_path, base_factor, expected):
 def test_a_suspect_the_base_cannot_measure_is_a_warning(tmp_path):
     """A base whose library cannot run the measurement (an older commit) leaves the suspect
     unconfirmed with a WARNING naming why, and the gate does not fail on it."""
-    code, out = _gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.4),
+    code, out = run_gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.4),
                                                "compile/m/count/layers": ("count", 10.0)},
                                  "canary": {"canary/cpu": ("cpu", 1.0)}},
                       base_fails="the compile measuring server exited: ImportError: x")
@@ -380,7 +245,7 @@ def test_a_suspect_the_base_cannot_measure_is_a_warning(tmp_path):
 def test_a_failure_on_the_working_trees_side_is_raised(tmp_path):
     """The working tree failing to measure during the A/B is an error, not a warning."""
     with pytest.raises(MeasureError, match="broken tree"):
-        _gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.4),
+        run_gate(tmp_path, {"compile:m": {"compile/m/cpu/total": ("cpu", 1.4),
                                        "compile/m/count/layers": ("count", 10.0)},
                          "canary": {"canary/cpu": ("cpu", 1.0)}}, current_fails="broken tree")
 
@@ -392,13 +257,13 @@ def test_a_history_older_than_the_library_is_pointed_out(tmp_path):
     quiet = {"compile:m": {"compile/m/cpu/total": ("cpu", 1.0),
                            "compile/m/count/layers": ("count", 10.0)},
              "canary": {"canary/cpu": ("cpu", 1.0)}}
-    _, out = _gate(tmp_path / "stale", quiet)
+    _, out = run_gate(tmp_path / "stale", quiet)
     notes = [line for line in out if line.startswith("note: the library")]
     assert notes == [cli.stale_history_note(COMMIT, "quick")]
     assert "aaaaaaaaaa" in notes[0] and "perf run --suite quick --record" in notes[0]
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
                           text=True, check=True).stdout.strip()
-    _, out = _gate(tmp_path / "fresh", quiet, history_commit=head)
+    _, out = run_gate(tmp_path / "fresh", quiet, history_commit=head)
     assert not any(line.startswith("note: the library") for line in out)
 
 
@@ -446,7 +311,7 @@ def test_a_series_measured_only_before_a_machine_change_is_new(tmp_path):
                                  for n in names], tmp_path)
     store.annotate("*", "b" * 10, "machine", "a new runner", tmp_path)
     runs = store.load_runs(tmp_path)
-    rows = {r.name: r for r in rules.screen(_current({"x/cpu": ("cpu", 1.0),
+    rows = {r.name: r for r in rules.screen(series_of({"x/cpu": ("cpu", 1.0),
                                                      "old/cpu": ("cpu", 5.0)}), runs)}
     assert rows["old/cpu"].verdict == "new" and rows["x/cpu"].verdict == "ok"
     assert "old/cpu" in dashboard.suite_section("quick", runs, None,
@@ -543,87 +408,3 @@ def test_base_is_resolved_to_its_commit():
     assert resolve_commit("HEAD") == head
     assert resolve_commit(head[:12]) == head
 
-
-ELSEWHERE = {"compile/m/cpu/total": 1 / 3.0, "canary/cpu": 1 / 3.5}
-
-
-def test_a_foreign_machine_measures_its_compiles_once(tmp_path):
-    """On a machine that is not the history's the screen's rounds measure no compile: the
-    A/B screen's 6 working-tree processes are the measurement (Note [A foreign machine's
-    compiles are measured once]), and the exact counts and peak RSS read from them are
-    still judged against history."""
-    counted = {"compile:m": {**QUIET_TREE["compile:m"], "compile/m/count/layers": ("count", 11.0)},
-               "canary": QUIET_TREE["canary"]}
-    code, out = _gate(tmp_path, counted, history_factor=ELSEWHERE)
-    assert code == 1 and any(line.startswith("REGRESSED compile/m/count/layers") for line in out)
-    # history's machine: 2 rounds of the compile, none of them A/B
-    pools: dict = {}
-    _gate(tmp_path / "home", QUIET_TREE, pools=pools)
-    assert pools[None].calls.count("compile:m") == 2 and pools["base"].calls == []
-    pools = {}
-    _gate(tmp_path / "foreign", QUIET_TREE, history_factor=ELSEWHERE, pools=pools)
-    assert pools[None].calls.count("compile:m") == rules.AB_EACH
-    assert pools["base"].calls.count("compile:m") == rules.AB_EACH
-    assert pools[None].calls.count("canary") == 2
-
-
-def test_a_foreign_machine_without_the_base_screens_its_compiles_against_history(tmp_path):
-    """The base cannot measure the compile (or is not in the clone): the compile groups are
-    measured in rounds after all and screened against history, so a count still fails."""
-    counted = {"compile:m": {**QUIET_TREE["compile:m"], "compile/m/count/layers": ("count", 11.0)},
-               "canary": QUIET_TREE["canary"]}
-    pools: dict = {}
-    code, out = _gate(tmp_path, counted, history_factor=ELSEWHERE, base_fails="too old",
-                      pools=pools)
-    assert code == 1 and any(line.startswith("REGRESSED compile/m/count/layers") for line in out)
-    assert any("ab-screen compile:m left unconfirmed" in line for line in out)
-    # one A process before the base failed, then the 2 rounds
-    assert pools[None].calls.count("compile:m") == 1 + 2
-
-
-def test_the_count_tier_runs_beside_the_ab_screen(tmp_path):
-    """The count tier's server counts while the A/B screen measures (a count does not
-    depend on the load): its first count waits for the A/B screen's base side to start,
-    which would never happen if they ran one after the other."""
-    import threading
-
-    ab_started = threading.Event()
-
-    class Base(FakePool):
-        def measure(self, group, inject=None, cases=None):
-            ab_started.set()
-            return super().measure(group, inject, cases)
-
-    class Counts(FakePool):
-        def measure(self, group, inject=None, cases=None):
-            self.waited = ab_started.wait(timeout=30)
-            return super().measure(group, inject, cases)
-
-    counts = Counts(COUNTED)
-    code, out = _gate(tmp_path, QUIET_TREE, history_factor=ELSEWHERE,
-                      pools={"base": Base(_history_values())}, count_factory=lambda *a: counts)
-    assert code == 0 and counts.waited
-    assert any(line.startswith("count tier: 1 series, 0 over") for line in out)
-
-
-def test_on_a_foreign_machine_families_are_screened_relative_to_their_own_move(tmp_path):
-    """History from a machine where the canary ran 3.8x and the families ~4.9x faster: with
-    the canary's drift every family is a suspect (all noise); relative to the families'
-    median move only the one 20% slower than its peers is. At home (canary unmoved) the
-    canary's rule stands."""
-    from perf.gate.verdict import _screen
-
-    names = [f"family/f{i}/cpu" for i in range(10)]
-    runs = _runs(tmp_path, {n: ("cpu", QUIET) for n in [*names, "canary/cpu"]})
-    moves = [4.75, 4.8, 4.85, 4.9, 4.95, 4.85, 4.8, 4.9, 4.87, 4.87 * 1.2]
-    current = _current({"canary/cpu": ("cpu", 3.8),
-                        **{n: ("cpu", m) for n, m in zip(names, moves)}})
-    rows, drift, families = _screen(current, (runs, None, []))
-    assert drift == pytest.approx(3.8, rel=0.02) and families == pytest.approx(4.87, rel=0.01)
-    assert [r.name for r in rows if r.verdict == "suspect"] == ["family/f9/cpu"]
-    canary_only = rules.screen(current, runs, drift=drift)
-    assert sum(r.verdict == "suspect" for r in canary_only) == 10
-    home = _current({"canary/cpu": ("cpu", 1.0), **{n: ("cpu", 1.0) for n in names}})
-    assert _screen(home, (runs, None, []))[2] is None
-    few = _current({"canary/cpu": ("cpu", 3.8), **{n: ("cpu", 4.8) for n in names[:7]}})
-    assert _screen(few, (runs, None, []))[2] is None  # under rules.MIN_FAMILIES
