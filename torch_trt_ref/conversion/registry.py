@@ -189,7 +189,8 @@ class _Binder:
     started reading arguments by name (the gate's A/B against 69d9405, issue 37). Any call
     it does not bind plainly (too many positionals, an unknown or doubled keyword, a missing
     argument) goes to ``Signature.bind``, which raises as before; tests/test_registry.py
-    holds the two equal on every node of the conformance cases' graphs."""
+    holds the two equal on 8 argument lists (mistakes among them) for every ATen overload
+    the registry converts."""
 
     def __init__(self, sig: inspect.Signature):
         params = list(sig.parameters.values())
