@@ -76,17 +76,61 @@ def test_sensitivity_targets_keep_the_lowering_model_out_of_the_whole_compile():
     args = argparse.Namespace(control=False, compile_slower=0.3, family="elementwise",
                               family_slower=0.2, model2="unconvertible",
                               op="aten.relu.default", lowering_model="bert_2layer",
-                              lowering_slower=0.4)
+                              lowering_slower=0.4, memory_model="resnet18", rss_more=0.1,
+                              latency_slower=0.05)
     models = ("lgamma_graph", "unconvertible", "bert_2layer", "resnet18")
     inject = sensitivity.injections(args, models)
     assert inject["compile:bert_2layer"] == {"lowering_slower": 0.4}
-    assert inject["compile:resnet18"] == {"compile_slower": 0.3}
+    assert inject["compile:resnet18"] == {"compile_slower": 0.3, "rss_more": 0.1,
+                                          "latency_slower": 0.05}
     goals = sensitivity.targets(args, models)
     assert "compile/bert_2layer/cpu/total" not in goals["compile"]
     assert goals["lowering"] == "compile/bert_2layer/cpu/lowering"
     assert sensitivity.is_target("compile/bert_2layer/cpu/total", goals)
     assert not sensitivity.is_target("compile/bert_2layer/cpu/conversion", goals)
     assert not sensitivity.is_target("compile/resnet18/cpu/lowering", goals)
+    assert goals["memory"] == "compile/resnet18/rss/peak"
+    assert sensitivity.is_target("compile/resnet18/latency", goals)
+    assert not sensitivity.is_target("compile/lgamma_graph/rss/peak", goals)
+
+
+def test_memory_injection_lifts_the_peak_by_its_fraction():
+    """``rss_more`` (issue 38, item 3 (d)): the buffer fills the gap from the RSS now to the
+    peak seen so far plus that fraction of the peak above the baseline, and its pages are
+    resident (touched), so a PeakRSS block's exit sees the raised peak."""
+    import psutil
+
+    from perf.gate import inject
+
+    now = psutil.Process().memory_info().rss
+    seen = argparse.Namespace(baseline=now - (200 << 20), peak=now + (40 << 20))
+    buffer = inject.more_memory({"rss_more": 0.1}, seen)
+    after = psutil.Process().memory_info().rss
+    assert len(buffer) >= (40 << 20) + (24 << 20) - (2 << 20)  # peak + 10% of 240 MiB
+    assert after - now >= 0.9 * len(buffer)  # resident, not just reserved
+    assert inject.more_memory({"compile_slower": 0.3}, seen) is None
+
+
+def test_latency_injection_waits_its_fraction_of_each_call(monkeypatch):
+    """``latency_slower`` (item 3 (e)): each call of the compiled module is followed by a
+    wait of that fraction of its own wall time (a fake clock: the call takes 10 s)."""
+    from perf.gate import inject
+
+    clock = [0.0]
+
+    def perf_counter():
+        clock[0] += 0.01
+        return clock[0]
+
+    def compiled(x):
+        clock[0] += 10.0
+        return x + 1
+
+    monkeypatch.setattr(inject.time, "perf_counter", perf_counter)
+    slow = inject.latency_hook(compiled, {"latency_slower": 0.2})
+    assert slow(1) == 2
+    assert 12.0 <= clock[0] <= 12.1, clock[0]
+    assert inject.latency_hook(compiled, {"rss_more": 0.2}) is compiled
 
 
 class _Sequence:

@@ -9,7 +9,11 @@ code paths never see them otherwise. Specs:
 - ``{"lowering_slower": 0.4}``: the whole-program lowering (``lower_program``, inside the
   ``lowering`` phase) spins 40% of its own CPU time before returning, so only that phase
   (and the total) moves;
-- ``{"unsupported": "aten.relu.default"}``: the op's converters reject every node."""
+- ``{"unsupported": "aten.relu.default"}``: the op's converters reject every node;
+- ``{"rss_more": 0.2}``: after ``compile()`` returns, inside the peak-RSS block, memory is
+  touched until the block's peak above its baseline is 20% higher (``more_memory``);
+- ``{"latency_slower": 0.2}``: every call of the compiled module waits 20% of its own wall
+  time after returning (``latency_hook``), so only the latency series moves."""
 
 from __future__ import annotations
 
@@ -42,6 +46,44 @@ def slowed(fn, slower: float):
 def compile_hook(compile_fn, spec: dict | None):
     slower = (spec or {}).get("compile_slower")
     return slowed(compile_fn, slower) if slower else compile_fn
+
+
+def more_memory(spec: dict | None, rss) -> bytearray | None:
+    """``rss_more``: a buffer, touched page by page, that lifts the peak RSS ``rss`` (a
+    torch_trt_ref.memory.PeakRSS block in progress) has seen above its baseline by that
+    fraction: it fills the gap from the RSS now to the raised peak. Keep it alive until the
+    block ends (its exit samples the RSS once more)."""
+    more = (spec or {}).get("rss_more")
+    if not more:
+        return None
+    import psutil
+
+    target = rss.peak + more * (rss.peak - rss.baseline)
+    size = max(0, int(target - psutil.Process().memory_info().rss))
+    buffer = bytearray(size)  # calloc'd: untouched pages are not resident
+    buffer[::_PAGE] = b"\1" * len(range(0, size, _PAGE))
+    return buffer
+
+
+_PAGE = 4096
+
+
+def latency_hook(compiled, spec: dict | None):
+    """``latency_slower``: ``compiled`` waiting (busy, on the wall clock) that fraction of
+    each call's wall time after it returns."""
+    slower = (spec or {}).get("latency_slower")
+    if not slower:
+        return compiled
+
+    def slow(*args, **kwargs):
+        start = time.perf_counter()
+        result = compiled(*args, **kwargs)
+        end = time.perf_counter() + slower * (time.perf_counter() - start)
+        while time.perf_counter() < end:
+            pass
+        return result
+
+    return slow
 
 
 @contextlib.contextmanager

@@ -11,6 +11,10 @@ slowdowns from perf/gate/inject.py, so one trial tests all three:
 - lowering (issue 38): the whole-program lowering of LOWERING_MODEL made 40% slower (series
   compile/LOWERING_MODEL/cpu/lowering); that model's compile is not slowed otherwise, so the
   whole-compile scenario covers the other models.
+- memory and latency (issue 38, item 3 (d) and (e)): MEMORY_MODEL's peak RSS made 20% higher
+  (memory touched after ``compile()`` returns, inside the measured block) and its compiled
+  module's calls 20% slower (series compile/MEMORY_MODEL/rss/peak and .../latency); its CPU
+  series stay controls (unless another injection aims at them).
 
 ``--history-scale F`` divides the history's time samples by F (a history recorded on a machine
 F times faster: the gate must notice it is foreign and screen A/B); ``--burner`` runs a
@@ -55,6 +59,10 @@ def injections(args, models: tuple[str, ...]) -> dict[str, dict]:
     inject[f"family:{args.family}"] = {"family": args.family, "slower": args.family_slower}
     if args.lowering_model:
         inject[f"compile:{args.lowering_model}"] = {"lowering_slower": args.lowering_slower}
+    if args.memory_model:
+        group = f"compile:{args.memory_model}"
+        inject[group] = {**inject.get(group, {}), "rss_more": args.rss_more,
+                         "latency_slower": args.latency_slower}
     return inject
 
 
@@ -79,6 +87,9 @@ def targets(args, models: tuple[str, ...]) -> dict[str, str | list[str]]:
              "unsupported": f"compile/{args.model2}/count/"}
     if args.lowering_model:
         goals["lowering"] = f"compile/{args.lowering_model}/cpu/lowering"
+    if args.memory_model:
+        goals["memory"] = f"compile/{args.memory_model}/rss/peak"
+        goals["latency"] = f"compile/{args.memory_model}/latency"
     return goals
 
 
@@ -119,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--lowering-model", default="bert_2layer",
                    help="the model whose lowering is slowed down ('' for none)")
     p.add_argument("--lowering-slower", type=float, default=0.4)
+    p.add_argument("--memory-model", default="resnet18",
+                   help="the model whose peak RSS and latency are raised ('' for none)")
+    p.add_argument("--rss-more", type=float, default=0.2)
+    p.add_argument("--latency-slower", type=float, default=0.2)
     p.add_argument("--burner", action="store_true",
                    help="a memory-bandwidth hog on the other core during every trial")
     p.add_argument("--control", action="store_true",
@@ -188,8 +203,9 @@ def summarize(results: dict) -> dict:
            "compile": sum(bool(set(t["regressed"]) & set(goals["compile"])) for t in trials),
            "unsupported": sum(any(s.startswith(goals["unsupported"]) for s in t["regressed"])
                               for t in trials)}
-    if "lowering" in goals:
-        hit["lowering"] = sum(goals["lowering"] in t["regressed"] for t in trials)
+    for scenario in ("lowering", "memory", "latency"):
+        if scenario in goals:
+            hit[scenario] = sum(goals[scenario] in t["regressed"] for t in trials)
     controls: dict[str, int] = {}
     for t in trials:
         for s in t["regressed"]:
@@ -209,7 +225,8 @@ def is_target(series: str, goals: dict) -> bool:
     lowered = goals.get("lowering", "-").rsplit("/", 2)[0] + "/cpu/"  # its lowering, total
     return (series == goals["family"] or series in goals["compile"]
             or series.startswith(unsupported_group)
-            or series in (goals.get("lowering"), lowered + "total"))
+            or series in (goals.get("lowering"), lowered + "total", goals.get("memory"),
+                          goals.get("latency")))
 
 
 if __name__ == "__main__":
