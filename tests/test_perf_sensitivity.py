@@ -225,7 +225,7 @@ def test_foreign_machine_rates():
 # recorded after the compiles of a foreign machine were measured once (by the A/B screen)
 # and the families screened relative to their own median move (598183b, 4cfeed5)
 MEASURED_ONCE = sorted(n.name for n in (store.DATA / "results").glob(
-    "sensitivity_foreign_*c46*.json"))
+    "sensitivity_foreign_*c4[67]*.json"))
 
 
 @pytest.mark.parametrize("name", MEASURED_ONCE)
@@ -252,3 +252,31 @@ def test_foreign_trials_with_compiles_measured_once(name):
     n = len(results["trials"])
     wanted = 0 if results["params"]["control"] else n
     assert found["flagged"] == dict.fromkeys(found["flagged"], wanted), found
+
+
+def test_the_curve_pools_the_recorded_time_trials():
+    """The sensitivity plot's time-tier points (count_sensitivity.pooled) are the trials
+    summarize() counts, summed over the files: hits and trials per scenario and effect, and
+    the unchanged trees as one point at 0 with their false alarms."""
+    from perf.gate import count_sensitivity
+    from perf.gate.sensitivity import summarize
+
+    files = [json.loads((store.DATA / "results" / n).read_text())
+             for n in FOREIGN + MEASURED_ONCE]
+    cells = count_sensitivity.pooled(files)
+    expected: dict[tuple[str, float], list[int]] = {}
+    for f in files:
+        if f["params"]["control"]:
+            continue
+        flagged = summarize(f)["flagged"]
+        for point, scenario, effect in (
+                ("compile", "compile", "compile_slower"), ("family", "family", "family_slower"),
+                ("phase", "lowering", "lowering_slower"), ("memory", "memory", "rss_more"),
+                ("latency", "latency", "latency_slower")):
+            if scenario in flagged:
+                cell = expected.setdefault((point, f["params"][effect]), [0, 0])
+                cell[0] += flagged[scenario]
+                cell[1] += len(f["trials"])
+    assert {k: v for k, v in cells.items() if k[0] != "control"} == expected
+    controls = [f for f in files if f["params"]["control"]]
+    assert cells[("control", 0.0)] == [0, sum(len(f["trials"]) for f in controls)]

@@ -138,35 +138,56 @@ def summarize(results: dict, args=None) -> dict:
     return out
 
 
-def time_points(results: dict) -> list[tuple[str, float, float, int]]:
-    """(scenario, effect, fraction REGRESSED, trials) of one perf.gate.sensitivity file."""
+def time_points(results: dict) -> list[tuple[str, float, int, int]]:
+    """(scenario, effect, trials REGRESSED, trials) of one perf.gate.sensitivity file; the
+    lowering scenario is the count tier's "phase"; an unchanged tree's trials are one
+    "control" point at 0 (trials with any series REGRESSED: false alarms)."""
     params, trials = results["params"], results["trials"]
-    if params.get("control") or not trials:
+    if not trials:
         return []
-    goals = params["targets"]
-    n = len(trials)
-    family = sum(goals["family"] in t["regressed"] for t in trials)
-    whole = sum(bool(set(t["regressed"]) & set(goals["compile"])) for t in trials)
-    return [("family", params.get("family_slower", 0.2), family / n, n),
-            ("compile", params.get("compile_slower", 0.3), whole / n, n)]
+    if params.get("control"):
+        return [("control", 0.0, sum(bool(t["regressed"]) for t in trials), len(trials))]
+    goals, n = params["targets"], len(trials)
+    points = [("family", params.get("family_slower", 0.2),
+               sum(goals["family"] in t["regressed"] for t in trials), n),
+              ("compile", params.get("compile_slower", 0.3),
+               sum(bool(set(t["regressed"]) & set(goals["compile"])) for t in trials), n)]
+    for scenario, effect in (("lowering", "lowering_slower"), ("memory", "rss_more"),
+                             ("latency", "latency_slower")):
+        if scenario in goals:
+            points.append(("phase" if scenario == "lowering" else scenario, params[effect],
+                           sum(goals[scenario] in t["regressed"] for t in trials), n))
+    return points
+
+
+def pooled(time_results: list[dict]) -> dict[tuple[str, float], list[int]]:
+    """(scenario, effect) -> [trials REGRESSED, trials] over every recorded file."""
+    cells: dict[tuple[str, float], list[int]] = {}
+    for recorded in time_results:
+        for scenario, effect, hits, n in time_points(recorded):
+            cell = cells.setdefault((scenario, effect), [0, 0])
+            cell[0] += hits
+            cell[1] += n
+    return cells
 
 
 def plot(results: dict, time_results: list[dict], path: Path) -> Path:
     """Fraction of trials REGRESSED against the injected effect: the count tier's lines,
-    the time tier's recorded points (hollow)."""
+    the time tier's recorded points (hollow, pooled over the files given)."""
     found = summarize(results)
     fig = Figure(figsize=(6.4, 3.4), dpi=100)
     ax = fig.add_subplot()
-    colors = {"phase": "#1f77b4", "compile": "#d62728", "family": "#2ca02c"}
+    colors = {"phase": "#1f77b4", "compile": "#d62728", "family": "#2ca02c",
+              "memory": "#9467bd", "latency": "#ff7f0e", "control": "#7f7f7f"}
     styles = {"phase": ("o-", 9), "compile": ("s--", 6), "family": ("^:", 4)}  # they overlap
     for scenario, cells in found["flagged"].items():
         effects = sorted((float(k), v / found["trials"][k]) for k, v in cells.items())
         ax.plot([100 * e for e, _ in effects], [f for _, f in effects], styles[scenario][0],
                 ms=styles[scenario][1], color=colors[scenario], label=f"count tier: {scenario}")
-    for recorded in time_results:
-        for scenario, effect, fraction, n in time_points(recorded):
-            ax.scatter([100 * effect], [fraction], s=60, facecolors="none",
-                       edgecolors=colors[scenario], label=f"time tier: {scenario} ({n} trials)")
+    for (scenario, effect), (hits, n) in sorted(pooled(time_results).items()):
+        ax.scatter([100 * effect], [hits / n], s=60, facecolors="none",
+                   edgecolors=colors[scenario], label=f"time tier: {scenario} +{effect:.0%} "
+                   f"({hits}/{n})")
     ax.set_xscale("symlog", linthresh=2)
     ax.set_xticks([0, 2, 5, 10, 20, 30, 50])
     ax.set_xticklabels(["0", "2", "5", "10", "20", "30", "50"])
