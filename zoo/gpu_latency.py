@@ -25,9 +25,10 @@ from typing import Any, Callable, Sequence
 import torch
 
 from torch_trt_ref.commands import number
+from torch_trt_ref.llm.models import MODELS
 from torch_trt_ref.settings import PARTITIONERS, PRECISION_DTYPES
 
-from . import measure, weightless
+from . import llm_latency, measure, weightless
 from .cell import settings_for
 from .matrix import Cell
 from .registry import QUICK, get
@@ -383,20 +384,32 @@ def _cell(t: dict) -> str:
     return f"{t['median_ms']:.3f} / {t['p90_ms']:.3f}{spread}"
 
 
+LATENCY_KINDS = ("gpu_latency", "llm_latency")
+
+
 def split_records(records: list[dict]) -> tuple[list[dict], list[dict]]:
     """(sweep records, ``zoo latency`` records) of what ``zoo report`` read."""
-    return ([r for r in records if r.get("kind") != "gpu_latency"],
-            [r for r in records if r.get("kind") == "gpu_latency"])
+    return ([r for r in records if r.get("kind") not in LATENCY_KINDS],
+            [r for r in records if r.get("kind") in LATENCY_KINDS])
 
 
 def gpu_section(records: list[dict]) -> str:
-    return "## Latency of saved programs on a GPU (zoo latency)\n\n" + markdown(records)
+    programs = [r for r in records if r.get("kind") == "gpu_latency"]
+    decoders = [r for r in records if r.get("kind") == "llm_latency"]
+    return "## Latency of saved programs on a GPU (zoo latency)\n\n" + (
+        markdown(programs) if programs else "") + (
+        "\nDecoders (tokens/s, time to first token):\n\n" + llm_latency.markdown(decoders)
+        if decoders else "")
 
 
 def save_command(args: argparse.Namespace) -> int:
-    models = args.models or list(QUICK)
-    save_programs(models, args.precisions, args.batches, Path(args.out), args.strategy,
-                  not args.no_plans, weights=not args.no_weights)
+    models = args.models or ([] if args.decoders else list(QUICK))
+    if models:
+        save_programs(models, args.precisions, args.batches, Path(args.out), args.strategy,
+                      not args.no_plans, weights=not args.no_weights)
+    if args.decoders:
+        llm_latency.save_decoders(args.decoders, args.precisions, Path(args.out),
+                                  *args.decoder_shape, args.prompt_len, args.new_tokens)
     return 0
 
 
@@ -410,9 +423,12 @@ def latency_command(args: argparse.Namespace) -> int:
     if not paths:
         print(f"no {PROGRAM} programs in {args.programs}", file=sys.stderr)
         return 2
-    records = []
+    records, decoders = [], []
     for i, path in enumerate(paths):
         print(f"[{i + 1}/{len(paths)}] {path.name}", flush=True)
+        if json.loads(path.with_suffix(SIDE).read_text()).get("kind") == "llm":
+            decoders.append(llm_latency.measure_decoder(path, args.device, args.repeats))
+            continue
         anchors = [] if args.no_inductor else args.anchors
         lock = _FileLock(args.gpu_lock) if args.gpu_lock else contextlib.nullcontext()
         records.append(measure_program(path, args.device, args.warmup, args.runs, anchors,
@@ -422,13 +438,14 @@ def latency_command(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("a") as f:
-        for r in records:
+        for r in records + decoders:
             f.write(json.dumps(r, default=str) + "\n")
-    table = markdown(records)
+    table = (markdown(records) if records else "") + (
+        llm_latency.markdown(decoders) if decoders else "")
     out.with_suffix(".md").write_text(table)
     print(table)
-    return 0 if all(r["status"] == "ok" and r["accuracy"].get("passed")
-                    for r in records) else 1
+    return 0 if all(r["status"] == "ok" and r["accuracy"].get("passed") for r in records) \
+        and all(llm_latency.passed(r) for r in decoders) else 1
 
 
 class _FileLock:
@@ -468,6 +485,18 @@ def add_parsers(sub) -> None:
     s.add_argument("--no-weights", action="store_true",
                    help="leave the engine weights out; `zoo latency` refits them from the "
                         "zoo model rebuilt from its seed (programs of a few hundred KiB)")
+    s.add_argument("--decoders", nargs="+", default=[], choices=sorted(MODELS),
+                   help="decoders of torch_trt_ref.llm.models to save too (alone if no "
+                        "--models): each compiled over a static KV cache as a two-profile "
+                        "program and a decode-only one, without plans or engine weights; "
+                        "`zoo latency` times tokens/s (docs/llm.md)")
+    s.add_argument("--decoder-shape", nargs=3, type=number(int), default=[2, 64, 1000],
+                   metavar=("LAYERS", "HIDDEN", "VOCAB"),
+                   help="the decoders' layers, hidden size and vocabulary (default 2 64 1000)")
+    s.add_argument("--prompt-len", type=number(int), default=32,
+                   help="decoders: prompt tokens (default 32)")
+    s.add_argument("--new-tokens", type=number(int), default=128,
+                   help="decoders: new tokens (default 128)")
     s.set_defaults(func=save_command)
     lat = sub.add_parser("latency", help="load saved zoo programs and time them beside eager "
                                          "and inductor with CUDA events")

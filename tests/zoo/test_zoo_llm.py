@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from zoo.cli import main
 
 
@@ -21,3 +23,35 @@ def test_llm_cell_record(tmp_path, capsys):
     assert record["tokens_equal_to_transformers"] == 4
     assert record["decode_ms"]["median"] > 0 and record["prefill_ms"]["median"] > 0
     assert "tokens equal" in capsys.readouterr().out
+
+
+def test_a_saved_decoder_is_timed_by_zoo_latency(tmp_path, capsys):
+    """``zoo save --decoders`` writes the two-profile program, its decode-only step and a
+    sidecar, without engine weights; ``zoo latency`` (here on the CPU, where the graphed and
+    reduce-overhead variants are skipped) rebuilds the model from its seed, refits, judges
+    every step's logits against eager float64 and times ours and transformers' generate."""
+    folder = tmp_path / "programs"
+    assert main(["save", str(folder), "--decoders", "gpt2", "--precisions", "fp32",
+                 "--decoder-shape", "1", "32", "97", "--prompt-len", "4",
+                 "--new-tokens", "3"]) == 0
+    program = folder / "gpt2_1l-fp32.prog"
+    assert program.exists() and program.with_suffix(".decode.ttrt").exists()
+    assert json.loads(program.with_suffix(".json").read_text())["kind"] == "llm"
+    out = tmp_path / "lat.jsonl"
+    assert main(["latency", str(folder), "--device", "cpu", "--out", str(out)]) == 0
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["kind"] == "llm_latency" and record["status"] == "ok", record.get("error")
+    assert record["accuracy"] == {"passed": True, "steps": 3, "failed": []}
+    assert record["tokens_equal_hf_eager"] == {"ours_no_graph": 3}
+    assert set(record["times"]) == {"ours_no_graph", "hf_eager"}
+    assert record["skipped"] == ["ours_graph", "hf_reduce_overhead"]
+    assert all(v["tokens_per_s"]["median"] > 0 for v in record["times"].values())
+    assert "| gpt2_1l-fp32 | cpu | ok (3) |" in capsys.readouterr().out
+
+
+def test_decoders_refuse_a_precision_they_do_not_compile_in(tmp_path):
+    from zoo.llm_latency import save_decoders
+
+    with pytest.raises(ValueError, match=r"decoders compile in \['bf16', 'fp16', 'fp32'\], "
+                                         r"not \['int8'\]"):
+        save_decoders(["gpt2"], ["int8"], tmp_path)
