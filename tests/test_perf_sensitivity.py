@@ -280,3 +280,19 @@ def test_the_curve_pools_the_recorded_time_trials():
     assert {k: v for k, v in cells.items() if k[0] != "control"} == expected
     controls = [f for f in files if f["params"]["control"]]
     assert cells[("control", 0.0)] == [0, sum(len(f["trials"]) for f in controls)]
+
+
+def test_replayed_noise_gives_no_false_alarm_and_finds_half_again_on_every_total():
+    """The replayed curve (sensitivity.replayed) on the recorded foreign trials: unchanged
+    code on both sides is never REGRESSED (0 of every pair), every compile total's pairs
+    scaled by 1.5 are, and no class is found less often at +50% than at +10%."""
+    from perf.gate import sensitivity
+
+    files = [json.loads((store.DATA / "results" / n).read_text())
+             for n in FOREIGN + MEASURED_ONCE]
+    found = sensitivity.replayed(files, (0.0, 0.1, 0.5))
+    assert set(found) == {"total", "phase", "latency"}
+    for cls, cells in found.items():
+        assert cells[0.0]["regressed"] == 0 and cells[0.0]["pairs"] >= 40, (cls, cells)
+        assert cells[0.1]["regressed"] <= cells[0.5]["regressed"], (cls, cells)
+    assert found["total"][0.5]["regressed"] == found["total"][0.5]["pairs"]

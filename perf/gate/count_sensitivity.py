@@ -26,6 +26,7 @@ from matplotlib.figure import Figure
 
 from . import noise, rules, store, suites
 from .runner import count_suite, say
+from .sensitivity import replayed
 from .verdict import GateRun, recount_run
 from .worker import CountPool
 
@@ -184,6 +185,14 @@ def plot(results: dict, time_results: list[dict], path: Path) -> Path:
         effects = sorted((float(k), v / found["trials"][k]) for k, v in cells.items())
         ax.plot([100 * e for e, _ in effects], [f for _, f in effects], styles[scenario][0],
                 ms=styles[scenario][1], color=colors[scenario], label=f"count tier: {scenario}")
+    replay_styles = {"total": ("#d62728", "-."), "phase": ("#1f77b4", "-."),
+                     "latency": ("#ff7f0e", "-.")}
+    for cls, cells in replayed(time_results).items():
+        effects = sorted(cells)
+        ax.plot([100 * e for e in effects],
+                [cells[e]["regressed"] / cells[e]["pairs"] for e in effects],
+                replay_styles[cls][1], lw=1, color=replay_styles[cls][0], alpha=0.7,
+                label=f"time tier replayed: {cls} ({cells[effects[0]]['pairs']} A/B pairs)")
     for (scenario, effect), (hits, n) in sorted(pooled(time_results).items()):
         ax.scatter([100 * effect], [hits / n], s=60, facecolors="none",
                    edgecolors=colors[scenario], label=f"time tier: {scenario} +{effect:.0%} "
@@ -195,7 +204,7 @@ def plot(results: dict, time_results: list[dict], path: Path) -> Path:
     ax.set_ylabel("fraction of trials REGRESSED")
     ax.set_ylim(-0.05, 1.05)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="lower right")
+    ax.legend(fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, bbox_inches="tight")
     return path

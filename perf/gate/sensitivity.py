@@ -217,6 +217,51 @@ def summarize(results: dict) -> dict:
             "controls_regressed": controls, "seconds": results.get("seconds")}
 
 
+REPLAY_EFFECTS = (0.0, 0.02, 0.05, 0.10, 0.15, 0.20, 0.30, 0.50)
+
+
+def replayed(files: list[dict], effects=REPLAY_EFFECTS) -> dict[str, dict[float, dict]]:
+    """The foreign gate's A/B screen and confirmation of compile series replayed on recorded
+    noise (issue 38, item 3, between the effect sizes trials ran at): every A/B-screen sample
+    pair of a series no injection aimed at (6 + 6 processes of unchanged code on both sides)
+    has its side A scaled by 1 + effect, as a spin of that fraction of each process's own
+    CPU would scale it, and is judged by the confirmation rule; a flagged pair is confirmed
+    on the same series' pair from another trial (the confirm step measures on new servers).
+    Per class of series (compile totals, phases, latency) and effect: the pairs, the
+    fraction the screen flags and the fraction REGRESSED. The extension of close calls
+    (rules.EXTEND_P) is not replayed (it has no recorded samples), so these rates are a
+    lower bound near the line."""
+    pairs: dict[tuple[str, str], list[tuple[list, list]]] = {}
+    for results in files:
+        goals, control = results["params"]["targets"], results["params"].get("control")
+        for trial in results["trials"]:
+            for name, v in trial.get("ab_screen", {}).items():
+                if control or not is_target(name, goals):
+                    pairs.setdefault((series_class(name), name), []).append((v["a"], v["b"]))
+    out: dict[str, dict[float, dict]] = {}
+    for effect in effects:
+        for (cls, name), found in pairs.items():
+            if len(found) < 2:
+                continue
+            cell = out.setdefault(cls, {}).setdefault(
+                effect, {"pairs": 0, "series": 0, "screen": 0, "regressed": 0})
+            cell["series"] += 1
+            kind = "latency" if cls == "latency" else "cpu"
+            for (a, b), (a2, b2) in zip(found, found[1:] + found[:1]):
+                cell["pairs"] += 1
+                if rules.Confirmation(name, kind, [x * (1 + effect) for x in a], b).regressed:
+                    cell["screen"] += 1
+                    cell["regressed"] += rules.Confirmation(
+                        name, kind, [x * (1 + effect) for x in a2], b2).regressed
+    return out
+
+
+def series_class(name: str) -> str:
+    """"latency", "total" (a whole compile's CPU) or "phase" (one phase's CPU)."""
+    return ("latency" if "/latency" in name else
+            "total" if name.endswith("/cpu/total") else "phase")
+
+
 def is_target(series: str, goals: dict) -> bool:
     """Whether ``series`` is what an injection aims at: the slowed-down family and compile
     totals, or any series of the group with the unsupported op (its counts, and the times
