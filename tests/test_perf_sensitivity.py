@@ -296,3 +296,28 @@ def test_replayed_noise_gives_no_false_alarm_and_finds_half_again_on_every_total
         assert cells[0.0]["regressed"] == 0 and cells[0.0]["pairs"] >= 40, (cls, cells)
         assert cells[0.1]["regressed"] <= cells[0.5]["regressed"], (cls, cells)
     assert found["total"][0.5]["regressed"] == found["total"][0.5]["pairs"]
+
+
+def test_latency_is_timed_after_its_warm_up_time(monkeypatch):
+    """Note [Latency warm-up] (perf/gate/measure.py): the calls of a small graph's first
+    milliseconds are not timed; with a fake clock where a call lasts 1 ms, the first timed
+    call comes after LATENCY_WARMUP_SECONDS of calls (one call of a longer graph)."""
+    from perf.gate import measure
+
+    clock, calls, first_timed = [0.0], [], []
+
+    def perf_counter():
+        return clock[0]
+
+    def compiled(duration):
+        calls.append(clock[0])
+        clock[0] += duration
+        return duration
+
+    monkeypatch.setattr(measure.time, "perf_counter", perf_counter)
+    assert measure._latency(compiled, (0.001,), {}) == pytest.approx(0.001)
+    warm_up = round(measure.LATENCY_WARMUP_SECONDS / 0.001)  # (+-1: the clock is a float)
+    assert abs(len(calls) - warm_up - measure.LATENCY_RUNS) <= 1, len(calls)
+    calls.clear()
+    measure._latency(compiled, (0.1,), {})  # one warm-up call, then at least 3 timed
+    assert len(calls) == 1 + 5, len(calls)

@@ -34,6 +34,16 @@ ROUND_SECONDS = 0.05  # a micro-benchmark round lasts at least this much CPU tim
 ROUNDS = 5
 LATENCY_RUNS = 10
 LATENCY_SECONDS = 0.5  # stop timing calls after this much (at least 3 calls)
+LATENCY_WARMUP_SECONDS = 0.02  # untimed calls first, at least one (Note [Latency warm-up])
+
+# Note [Latency warm-up]: in a freshly forked measuring process the first calls of a compiled
+# module are slower, by more than the calls themselves last when the graph is small: the
+# lgamma_graph module (~60 us a call) ran its first 10 calls at ~90 us, calls 10-50 at
+# 62-72 us and every later call at 58-59 us, in each of 8 processes (min per window). With
+# one warm-up call, the latency series was the minimum of calls 2-11, so it moved with
+# that transient: its A/B-screen samples on unchanged code had 1.7x outliers, and a replay
+# of them (sensitivity.replayed) found a +50% slower call in only 44% of pairs. The warm-up
+# now lasts LATENCY_WARMUP_SECONDS (~300 calls there, 1 call of resnet18's ~100 ms).
 
 
 def _s(type_: str, unit: str, value: float) -> dict:
@@ -160,11 +170,14 @@ def _report_counts(report) -> dict[str, int]:
 
 
 def _latency(compiled, args, kwargs) -> float:
-    """Minimum wall seconds of one call after a warm-up call (LATENCY_RUNS calls, fewer
-    once LATENCY_SECONDS are spent)."""
+    """Minimum wall seconds of one call after LATENCY_WARMUP_SECONDS of untimed calls
+    (LATENCY_RUNS calls, fewer once LATENCY_SECONDS are spent; Note [Latency warm-up])."""
     times: list[float] = []
     with torch.no_grad():
+        warm = time.perf_counter() + LATENCY_WARMUP_SECONDS
         compiled(*args, **kwargs)
+        while time.perf_counter() < warm:
+            compiled(*args, **kwargs)
         while len(times) < LATENCY_RUNS and (len(times) < 3 or sum(times) < LATENCY_SECONDS):
             start = time.perf_counter()
             compiled(*args, **kwargs)
