@@ -296,6 +296,8 @@ def test_replayed_noise_gives_no_false_alarm_and_finds_half_again_on_every_total
         assert cells[0.0]["regressed"] == 0 and cells[0.0]["pairs"] >= 40, (cls, cells)
         assert cells[0.1]["regressed"] <= cells[0.5]["regressed"], (cls, cells)
     assert found["total"][0.5]["regressed"] == found["total"][0.5]["pairs"]
+    table = sensitivity.replay_table(found)
+    assert "| total | " in table and table.count("\n") == 4 and "1.00 (1.00) |" in table
 
 
 def test_latency_is_timed_after_its_warm_up_time(monkeypatch):

@@ -142,7 +142,13 @@ def main(argv: list[str] | None = None) -> int:
                    help="divide the history's time samples by this: a history recorded on "
                         "a machine this many times faster (the A/B screen then runs)")
     p.add_argument("--out", type=Path, default=OUT)
+    p.add_argument("--replay", type=Path, nargs="+", default=None, metavar="FILE",
+                   help="measure nothing: print the curve replayed on these recorded trials' "
+                        "A/B-screen noise (``replayed``) as a markdown table")
     args = p.parse_args(argv)
+    if args.replay:
+        print(replay_table(replayed([json.loads(f.read_text()) for f in args.replay])))
+        return 0
     suite = suites.suite("quick")
     runs = scaled(store.load_runs(suite=suite.name), args.history_scale)
     calibration = noise.load_calibration()
@@ -254,6 +260,20 @@ def replayed(files: list[dict], effects=REPLAY_EFFECTS) -> dict[str, dict[float,
                     cell["regressed"] += rules.Confirmation(
                         name, kind, [x * (1 + effect) for x in a2], b2).regressed
     return out
+
+
+def replay_table(found: dict[str, dict[float, dict]]) -> str:
+    """Markdown: per class, the fraction of pairs REGRESSED at each effect (screen-flagged in
+    brackets), with the series and pairs replayed."""
+    effects = sorted(next(iter(found.values()))) if found else []
+    lines = ["| series (replayed) | series | pairs | " + " | ".join(
+        f"+{e:.0%}" for e in effects) + " |", "|---" * (len(effects) + 3) + "|"]
+    for cls, cells in sorted(found.items()):
+        first = cells[effects[0]]
+        lines.append(f"| {cls} | {first['series']} | {first['pairs']} | " + " | ".join(
+            f"{cells[e]['regressed'] / cells[e]['pairs']:.2f} "
+            f"({cells[e]['screen'] / cells[e]['pairs']:.2f})" for e in effects) + " |")
+    return "\n".join(lines)
 
 
 def series_class(name: str) -> str:
