@@ -427,7 +427,8 @@ def latency_command(args: argparse.Namespace) -> int:
     for i, path in enumerate(paths):
         print(f"[{i + 1}/{len(paths)}] {path.name}", flush=True)
         if json.loads(path.with_suffix(SIDE).read_text()).get("kind") == "llm":
-            decoders.append(llm_latency.measure_decoder(path, args.device, args.repeats))
+            decoders.append({**llm_latency.measure_decoder(path, args.device, args.repeats),
+                             "env": environment(args.device)})
             continue
         anchors = [] if args.no_inductor else args.anchors
         lock = _FileLock(args.gpu_lock) if args.gpu_lock else contextlib.nullcontext()

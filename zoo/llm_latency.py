@@ -91,7 +91,7 @@ def save_decoders(names: list[str], precisions: list[str], out: Path, layers: in
             side = {"kind": "llm", "program": path.stem, "model": name, "layers": layers,
                     "hidden": hidden, "vocab": vocab, "precision": precision,
                     "prompt": prompt, "new": new, "weights_checksum": checksum(model),
-                    "compile_s": seconds, "torch": torch.__version__,
+                    "compile_s": seconds, "saved_with_torch": torch.__version__,
                     "kv_cache": compiled.compile_report.kv_cache.to_json()}
             path.with_suffix(".json").write_text(json.dumps(side, indent=1))
             print(f"saved {path.name} (and its decode-only step): {seconds:.1f} s to compile",

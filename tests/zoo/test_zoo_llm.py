@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import torch
 
 from zoo.cli import main
 
@@ -41,6 +42,7 @@ def test_a_saved_decoder_is_timed_by_zoo_latency(tmp_path, capsys):
     assert main(["latency", str(folder), "--device", "cpu", "--out", str(out)]) == 0
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert record["kind"] == "llm_latency" and record["status"] == "ok", record.get("error")
+    assert record["env"]["torch"] == torch.__version__ and "tensorrt" in record["env"]
     assert record["accuracy"] == {"passed": True, "steps": 3, "failed": []}
     assert record["tokens_equal_hf_eager"] == {"ours_no_graph": 3}
     assert set(record["times"]) == {"ours_no_graph", "hf_eager"}
