@@ -1,0 +1,47 @@
+#!/bin/bash
+# Issue 42's max-autotune rows on one GPU inside a deadline: `zoo latency` of each program of
+# QUEUE, one process at a time, in QUEUE's order, against reduce-overhead and max-autotune
+# (ANCHORS). A QUEUE line is "PROGRAM.prog ESTIMATE_S": a program whose estimate is more than
+# the time left before the deadline is skipped (a later, shorter one may still fit); one still
+# running at the deadline is killed (its record is lost). The deadline is read again before
+# each program and every 5 s while one runs, from the file DEADLINE (epoch seconds), so a
+# later call can move it. Each finished program's record is kept as RESULTS/lat_NAME.jsonl
+# (and .md) as soon as it ends; RESULTS/log.txt is the filtered log; RESULTS/DONE marks the
+# end. Meant to be started detached (setsid nohup) and collected by later calls.
+# Usage: perf/studies/gpu/run_issue42_queue.sh QUEUE RESULTS DEADLINE; env: REPEATS (3),
+# THREADS (inductor compile workers, 16), ANCHORS ("reduce-overhead max-autotune").
+QUEUE=$1; RESULTS=$2; DEADLINE=$3
+export PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=${THREADS:-16}
+ANCHORS=${ANCHORS:-"reduce-overhead max-autotune"}
+mkdir -p "$RESULTS"; LOG=$RESULTS/log.txt
+say() { echo "$(date -u +%H:%M:%S) $*" >> "$LOG"; }
+tree() { local c; for c in $(pgrep -P "$1"); do tree "$c"; done; echo "$1"; }
+left() { echo $(( $(cat "$DEADLINE") - $(date +%s) )); }
+nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader >> "$LOG"
+python3 -c "import torch; print('torch', torch.__version__, torch.version.cuda)" >> "$LOG" 2>&1
+while read -r prog estimate; do
+  name=$(basename "$prog" .prog)
+  if (( estimate > $(left) )); then
+    say "[$name] skipped: estimate $estimate s, $(left) s left"; continue
+  fi
+  say "[$name] start ($(left) s left)"; start=$(date +%s)
+  python3 -m zoo latency "$prog" --device cuda --repeats "${REPEATS:-3}" --anchors $ANCHORS \
+    --out "$RESULTS/lat_$name.part.jsonl" < /dev/null > >(grep --line-buffered -v \
+    "Warning\|warn(\|^|\|^$\|^- \|^\[\|AUTOTUNE\|triton_\|strides:\|dtypes:\|Autotune\|num_choices" \
+    | sed -u "s/^/[$name] /" >> "$LOG") 2>&1 &
+  job=$!  # the python process: at the deadline it and its descendants (compile workers) end
+  while kill -0 "$job" 2>/dev/null; do
+    if (( $(left) <= 0 )); then
+      say "[$name] killed at the deadline"; kill -TERM $(tree "$job"); sleep 5
+      kill -KILL $(tree "$job") 2>/dev/null
+    fi
+    sleep 5
+  done
+  wait "$job"; rc=$?
+  if [[ -s $RESULTS/lat_$name.part.jsonl ]]; then
+    mv "$RESULTS/lat_$name.part.jsonl" "$RESULTS/lat_$name.jsonl"
+    mv "$RESULTS/lat_$name.part.md" "$RESULTS/lat_$name.md"
+  fi
+  say "[$name] exit $rc after $(( $(date +%s) - start )) s"
+done < "$QUEUE"
+say "queue done"; touch "$RESULTS/DONE"
