@@ -14,6 +14,7 @@ built, slower)."""
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import json
 import multiprocessing
@@ -72,7 +73,17 @@ def _run(ids: list[str]) -> list[tuple[str, dict]]:
         outcome.seconds = time.perf_counter() - start
         if outcome.outcome != "absent":
             out.append((cid, outcome.to_json()))
+    _settle_heap()
     return out
+
+
+def _settle_heap() -> None:
+    """Collect a task's garbage, then freeze what survives (modules, torch's op tables,
+    the OpInfo database, caches) out of the collector's sight: its automatic full
+    collections then walk only what later tasks made, not the whole heap again (each took
+    0.3 s, 0.06 CPU-s a cell). A collection here walks only the unfrozen objects too."""
+    gc.collect()
+    gc.freeze()
 
 
 def run(ids: list[str], backend: str, jobs: int, progress: Path | None) -> dict[str, dict]:

@@ -78,6 +78,84 @@ def test_backend_switch_on_a_small_subset(tmp_path):
     assert sys.executable != str(PEER_PYTHON)
 
 
+def test_a_task_collects_its_garbage_then_freezes_the_rest(monkeypatch):
+    """``backend_run._run`` ends a task by collecting its garbage, then freezing what
+    survives (so later automatic collections skip it): a reference cycle the task dropped is
+    freed, not frozen."""
+    import gc
+    import types
+    import weakref
+
+    from conformance import backend_run
+    from conformance.opinfo import Outcome
+
+    class Node:
+        pass
+
+    dropped = []
+
+    def run_case_cell(case, dtype, dynamic):
+        a, b = Node(), Node()
+        a.other, b.other = b, a  # a cycle: only the collector frees it
+        dropped.append(weakref.ref(a))
+        return Outcome("passed")
+
+    backend = types.SimpleNamespace(run_case_cell=run_case_cell)
+    monkeypatch.setitem(backend_run._WORKER, "backend", backend)
+    monkeypatch.setitem(backend_run._WORKER, "cells", {"c": (None, None, False)})
+    was_enabled = gc.isenabled()
+    gc.disable()  # no automatic collection may free the cycle in the test's place
+    try:
+        got = backend_run._run(["c"])
+        assert gc.get_freeze_count() > 0
+        assert dropped[0]() is None
+    finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
+    assert [cid for cid, _ in got] == ["c"]
+
+
+_PEER_PATCHES = """
+import gc
+import torch
+from conformance import peer
+from torch.export import exported_program
+from torch_tensorrt.dynamo import _compiler
+
+scan = exported_program._collect_all_valid_cia_ops
+first = scan()
+assert first == scan.uncached(), "the reused scan differs from torch's"
+lib = torch.library.Library("peer_scan_test", "DEF")
+lib.define("twice(Tensor x) -> Tensor")
+lib.impl("twice", lambda x: x * 2, "CompositeImplicitAutograd")
+op = torch.ops.peer_scan_test.twice.default
+again = scan()
+assert op not in first and op in again, "a new registration did not make a fresh scan"
+assert again == scan.uncached()
+
+collections = []
+gc.callbacks.append(lambda phase, info: collections.append(info["generation"]))
+gc.disable()
+_compiler.deallocate_module(torch.nn.Linear(2, 2))
+assert collections == [], f"deallocate_module collected: {collections}"
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not PEER_PYTHON.exists(), reason=(
+    f"Torch-TensorRT's environment is not installed at {PEER_VENV}"))
+def test_peer_patches_reuse_the_cia_scan_until_the_dispatcher_changes():
+    """In the peer's environment, ``conformance.peer`` reuses torch's scan for the ops
+    export may keep (equal to torch's own scan, redone when an op is registered) and its
+    ``deallocate_module`` runs no garbage collection."""
+    done = subprocess.run([str(PEER_PYTHON), "-c", _PEER_PATCHES], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "ok"
+
+
 def test_cli_skips_a_command_entry_that_cannot_load(monkeypatch, capsys):
     """The peer's environment has no scipy, which perf needs: the CLI still starts."""
     import importlib.metadata
