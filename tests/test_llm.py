@@ -72,11 +72,14 @@ def test_greedy_equals_transformers_static_cache(name):
     assert ours.tolist() == theirs.tolist()
 
 
-def test_fp16_tokens_and_every_steps_logits_against_float64():
+@pytest.mark.parametrize("name", ["llama", "gemma3"])
+def test_fp16_tokens_and_every_steps_logits_against_float64(name):
     """fp16: the new tokens equal transformers' fp16 static-cache generate at all but at
     most 2 positions (the issue's 126 of 128, scaled), and each step's logits, given the
-    compiled run's own prefix, pass the float64 rule against the eager model."""
-    model = _model("llama")
+    compiled run's own prefix, pass the float64 rule against the eager model. (Gemma3's
+    post-feedforward RMSNorm must stay in float32, as eager keeps it: tests/test_upcast.py;
+    in fp16 one of 128 steps failed the rule.)"""
+    model = _model(name)
     compiled = llm.compile(model, max_seq_len=PROMPT + NEW, max_prompt_len=PROMPT,
                            precision="fp16", executor="reference")
     assert compiled.compile_report.kv_cache.dtype == "float16"
