@@ -12,7 +12,10 @@ the time to first token (``generate`` of 1 new token, the prefill; median of 3 c
 the decode rate ((NEW - 1) / (time of NEW new tokens - time to first token)); the variants
 are ours (reference executor on CUDA: prefill on the two-profile engine, decode steps of a
 decode-only compile replayed from one CUDA graph bound to the cache, llm/graphs.py Note
-[Decode graph]; and the two-profile engine alone, without graphs), transformers eager
+[Decode graph]; the two-profile engine's own decode steps replayed from one CUDA graph,
+their shapes resolved before capture (``ours_graph_one_engine``: runtime/reference/resolved.py
+Note [Shapes resolved before capture]: one engine, weights held once); and the two-profile
+engine alone, without graphs), transformers eager
 (``disable_compile``) and transformers reduce-overhead. Tokens of every variant are
 compared with transformers eager's (env VARIANTS: which variants run). Records are
 written after each decoder (a timeout keeps what finished).
@@ -51,8 +54,8 @@ SPECS = {
     "gpt2_12l-fp32": ("gpt2", 12, 768, 50257, "fp32"),
 }
 DTYPES = {"fp16": torch.float16, "fp32": torch.float32}
-VARIANTS = os.environ.get("VARIANTS", "ours_graph ours_no_graph hf_eager hf_reduce_overhead"
-                          ).split()
+VARIANTS = os.environ.get("VARIANTS", "ours_graph ours_graph_one_engine ours_no_graph "
+                          "hf_eager hf_reduce_overhead").split()
 
 
 def seeded(name: str, layers: int, hidden: int, vocab: int) -> torch.nn.Module:
@@ -124,6 +127,7 @@ def _variants(side: dict, path: Path) -> tuple[dict, torch.Tensor]:
     prompt = torch.randint(0, side["vocab"], (1, PROMPT), device="cuda",
                            generator=torch.Generator("cuda").manual_seed(1))
     graph = llm.DecodeGraph(decode_only, decode_only.new_cache("cuda"))
+    one_engine = llm.DecodeGraph(compiled, compiled.new_cache("cuda"))
 
     def hf(n: int, compile_: bool):
         return eager.generate(prompt, max_new_tokens=n, min_new_tokens=n, do_sample=False,
@@ -133,6 +137,8 @@ def _variants(side: dict, path: Path) -> tuple[dict, torch.Tensor]:
     variants = {
         "ours_graph": lambda n: llm.generate(compiled, prompt, n, eos_token_id=None,
                                              cuda_graph=graph),
+        "ours_graph_one_engine": lambda n: llm.generate(compiled, prompt, n, eos_token_id=None,
+                                                        cuda_graph=one_engine),
         "ours_no_graph": lambda n: llm.generate(compiled, prompt, n, eos_token_id=None),
         "hf_eager": lambda n: hf(n, False),
         "hf_reduce_overhead": lambda n: hf(n, True),
@@ -225,7 +231,8 @@ def table(files: list[Path]) -> str:
             row = rows.setdefault(r["program"], {"times": {}, "equal": {}})
             row["times"].update(r.get("times", {}))
             row["equal"].update(r.get("tokens_equal_hf_eager", {}))
-    names = ["ours_graph", "ours_no_graph", "hf_eager", "hf_reduce_overhead"]
+    names = ["ours_graph", "ours_graph_one_engine", "ours_no_graph", "hf_eager",
+             "hf_reduce_overhead"]
     out = ["| decoder | " + " | ".join(f"{n} tok/s" for n in names) + " | "
            + " | ".join(f"{n} TTFT ms" for n in names) + " | tokens equal to hf_eager |",
            "|---" * (2 * len(names) + 2) + "|"]
