@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import statistics
 import time
+import traceback
 from pathlib import Path
 
 import torch
@@ -22,6 +25,7 @@ from torch_trt_ref.llm.compiled import DTYPES
 from torch_trt_ref.llm.models import MODELS, build
 
 from .matrix import LLM_PREFIX
+from .schema import SCHEMA_VERSION, environment
 
 # A sweep's llm cells: the gate's decoder shape (16-token prompt, 8 new tokens; the
 # cache holds 24 positions), so the quick sweep stays short (docs/zoo.md, "Decoder-LLM cells").
@@ -94,12 +98,6 @@ def run_llm_cell(cell, warmup: int = 1, runs: int = 1, max_seconds: float = 0.0)
     env) with ``llm_cell``'s numbers under ``llm``: one round of generation at
     ``SWEEP_SHAPE`` (``runs`` and ``max_seconds`` do not apply: a round's decode steps give
     the spread; ``warmup`` > 0 generates one token first, untimed)."""
-    import os
-    import platform
-    import traceback
-
-    from .schema import SCHEMA_VERSION, environment
-
     record = {"schema_version": SCHEMA_VERSION, "kind": "llm", "cell": cell.to_json(),
               "status": "ok", "error": None, "env": {**environment(), "runner": "local",
                                                      "node": platform.node(),
