@@ -113,6 +113,7 @@ class Resolved:
                 mapped.append(i)
             self.calls.append((fn, tuple(mapped), attrs, outs))
         self.template, self.inputs, self.outputs = template, prepared.inputs, prepared.outputs
+        self.kept_outputs = {i for i in self.outputs if i in shapes}  # (a fresh tensor each)
 
     def run(self, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
         values = list(self.template)
@@ -125,4 +126,5 @@ class Resolved:
                     values[index] = value
         finally:
             _RUNNING.reset(token)
-        return [values[index].contiguous() for index in self.outputs]
+        return [values[index].clone() if index in self.kept_outputs else
+                values[index].contiguous() for index in self.outputs]
