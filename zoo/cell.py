@@ -125,6 +125,10 @@ def run_cell(cell: Cell, warmup: int = 2, runs: int = 10, max_seconds: float = 2
     """One record: every metric that could be measured; ``status`` is "ok" or "error"
     with the failing stage, error type and message."""
     process_warmup()  # once per process, before anything is built or timed
+    if cell.is_llm:  # a decoder generating over a static KV cache: its own record
+        from .llm_cells import run_llm_cell
+
+        return run_llm_cell(cell, warmup, runs, max_seconds)
     record: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "cell": cell.to_json(),
                               "status": "ok", "error": None, "env": {
                                   **environment(), "runner": "local", "node": platform.node(),

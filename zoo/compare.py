@@ -43,6 +43,14 @@ TRACKED = (
     # the float64 rule's verdict: a cell accurate in the baseline and not now REGRESSED
     Metric("accuracy_passed", ("accuracy", "passed"), EXACT, "counts", "higher",
            ("accuracy", "within_tolerance")),
+    # decoder-LLM cells (zoo/llm_cells.py; their latencies, in ms over few tokens, are not
+    # compared)
+    Metric("llm_engines", ("llm", "engines"), EXACT, "counts"),
+    Metric("llm_profiles", ("llm", "profiles"), EXACT, "counts"),
+    Metric("llm_cache_bytes", ("llm", "cache_bytes"), EXACT, "counts"),
+    Metric("llm_in_place", ("llm", "in_place"), EXACT, "counts", "higher"),
+    Metric("llm_tokens_equal", ("llm", "tokens_equal_to_transformers"), EXACT, "counts",
+           "higher"),
     Metric("outside_builder_s", ("outside_builder_seconds",), RATIO, "time", "lower"),
     Metric("build_s", ("phases", "build"), RATIO, "time", "lower"),
     Metric("latency_median_s", ("latency", "median_s"), RATIO, "time", "lower"),

@@ -60,8 +60,9 @@ def write_html(records: list[dict], path: str | Path, title: str = "Model zoo re
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figures = []
+    compiles = [r for r in records if r.get("kind") != "llm"]  # (llm cells: a table only)
     for name, fn in FIGURES.items():
-        png = fn(records)
+        png = fn(compiles)
         if png is None:
             continue
         (path.parent / f"{path.stem}_{name}.png").write_bytes(png)

@@ -3,14 +3,19 @@
 prefill latency (time to first token), per-token decode latency, tokens/s, engines,
 optimization profiles, cache bytes and in-place cache outputs, beside transformers' own
 ``generate`` with its static cache in the same process (alternating rounds), and whether
-the tokens are equal. One JSON line per cell (``kind: "llm"``)."""
+the tokens are equal. One JSON line per cell (``kind: "llm"``). In a sweep (``zoo run``) a
+cell named ``llm:NAME`` (``zoo.matrix.QUICK_LLM``) is one of these, recorded as any cell
+is (``run_llm_cell``: status, env, its numbers under ``llm``)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import platform
 import statistics
 import time
+import traceback
 from pathlib import Path
 
 import torch
@@ -18,6 +23,13 @@ import torch
 import torch_trt_ref.llm as llm
 from torch_trt_ref.llm.compiled import DTYPES
 from torch_trt_ref.llm.models import MODELS, build
+
+from .matrix import LLM_PREFIX
+from .schema import SCHEMA_VERSION, environment
+
+# A sweep's llm cells: the gate's decoder shape (16-token prompt, 8 new tokens; the
+# cache holds 24 positions), so the quick sweep stays short (docs/zoo.md, "Decoder-LLM cells").
+SWEEP_SHAPE = {"prompt_len": 16, "new_tokens": 8}
 
 
 def _quantiles(values: list[float]) -> dict:
@@ -44,8 +56,9 @@ def _theirs(model, prompt: torch.Tensor, new_tokens: int) -> tuple[torch.Tensor,
 
 def llm_cell(name: str, prompt_len: int = 32, new_tokens: int = 128,
              precision: str = "fp32", executor: str = "reference", rounds: int = 1,
-             layers: int = 2, hidden: int = 64) -> dict:
-    """One cell: compile, then ``rounds`` alternating rounds of ours and transformers'."""
+             layers: int = 2, hidden: int = 64, warmup: int = 0) -> dict:
+    """One cell: compile, then ``rounds`` alternating rounds of ours and transformers'
+    (after ``warmup`` untimed one-token generations of each)."""
     model = build(name, layers, hidden)
     vocab = model.config.get_text_config(decoder=True).vocab_size
     prompt = torch.randint(0, vocab, (1, prompt_len), generator=torch.Generator().manual_seed(0))
@@ -54,6 +67,9 @@ def llm_cell(name: str, prompt_len: int = 32, new_tokens: int = 128,
                            max_prompt_len=prompt_len, precision=precision, executor=executor)
     compile_s = time.perf_counter() - start
     eager = model.to(compiled.dtype)
+    for _ in range(warmup):
+        _ours(compiled, prompt, 1)
+        _theirs(eager, prompt, 1)
     prefill, decode, rates, eager_rates, equal = [], [], [], [], None
     for _ in range(rounds):
         ids, steps = _ours(compiled, prompt, new_tokens)
@@ -75,6 +91,26 @@ def llm_cell(name: str, prompt_len: int = 32, new_tokens: int = 128,
             "tokens_per_s": _quantiles(rates),
             "eager_static_cache_tokens_per_s": _quantiles(eager_rates),
             "tokens_equal_to_transformers": equal}
+
+
+def run_llm_cell(cell, warmup: int = 1, runs: int = 1, max_seconds: float = 0.0) -> dict:
+    """The sweep record of an ``llm:NAME`` cell (zoo/cell.py's envelope: status, error,
+    env) with ``llm_cell``'s numbers under ``llm``: one round of generation at
+    ``SWEEP_SHAPE`` (``runs`` and ``max_seconds`` do not apply: a round's decode steps give
+    the spread; ``warmup`` > 0 generates one token first, untimed)."""
+    record = {"schema_version": SCHEMA_VERSION, "kind": "llm", "cell": cell.to_json(),
+              "status": "ok", "error": None, "env": {**environment(), "runner": "local",
+                                                     "node": platform.node(),
+                                                     "pid": os.getpid()}}
+    try:
+        name = cell.model.removeprefix(LLM_PREFIX)
+        record["llm"] = llm_cell(name, precision=cell.precision, warmup=warmup, **SWEEP_SHAPE)
+    except Exception as err:  # the sweep records the failure and goes on
+        tb = "".join(traceback.format_exception(type(err), err, err.__traceback__))
+        record.update(status="error", error={"stage": "llm", "type": type(err).__name__,
+                                             "message": str(err)[:2000],
+                                             "traceback": tb[-4000:]})
+    return record
 
 
 def summary(record: dict) -> str:

@@ -19,6 +19,10 @@ QUICK_QUANTIZED = (("resnet18", "int8"), ("bert_2layer", "fp8"))
 # table); the other quick models convert whole under any strategy, so they run `fast` only.
 QUICK_STRATEGY_MODELS = ("resnet18", "mobilenet_v2", "bert_2layer", "gpt2_2layer",
                          "lgamma_graph")
+# Decoder-LLM cells (zoo/llm_cells.py): ``llm:NAME`` is NAME of torch_trt_ref.llm.models (2
+# layers, hidden 64) decoding over a static KV cache; the quick sweep has the smallest one.
+LLM_PREFIX = "llm:"
+QUICK_LLM = ("llm:gpt2",)
 # Resource-partitioning cells give each engine this fraction of the model's weight bytes
 # (cpu_memory_budget = 4 x fraction x weights), so any model with weights must split.
 DEFAULT_BUDGET_FRACTION = 0.35
@@ -55,6 +59,11 @@ class Cell:
         return "/".join([self.model, strategy, self.precision] + (["dynamic"] if self.dynamic
                                                                     else []))
 
+    @property
+    def is_llm(self) -> bool:
+        """A decoder-LLM cell (``llm:NAME``: zoo/llm_cells.py), not a zoo model's compile."""
+        return self.model.startswith(LLM_PREFIX)
+
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "key": self.key}
 
@@ -85,14 +94,16 @@ def quick_text_models() -> list[str]:
 
 
 def quick_matrix() -> list[Cell]:
-    """The CI subset (33 cells): QUICK_STRATEGY_MODELS x fast/dependency_aware x fp32/fp16,
+    """The CI subset (34 cells): QUICK_STRATEGY_MODELS x fast/dependency_aware x fp32/fp16,
     the other quick models x fast x fp32/fp16, every quick text model with a dynamic
-    sequence length (fast, fp32), and QUICK_QUANTIZED (one int8 and one fp8 cell)."""
+    sequence length (fast, fp32), QUICK_QUANTIZED (one int8 and one fp8 cell) and
+    QUICK_LLM (a 2-layer GPT-2 generating over a static KV cache, fp32)."""
     others = [m for m in QUICK if m not in QUICK_STRATEGY_MODELS]
     return (matrix(QUICK_STRATEGY_MODELS, QUICK_STRATEGIES, QUICK_PRECISIONS)
             + matrix(others, ("fast",), QUICK_PRECISIONS)
             + matrix(quick_text_models(), ("fast",), ("fp32",), dynamic=True)
-            + [Cell(m, "fast", p) for m, p in QUICK_QUANTIZED])
+            + [Cell(m, "fast", p) for m, p in QUICK_QUANTIZED]
+            + [Cell(m, "fast", "fp32") for m in QUICK_LLM])
 
 
 def quantizable(model: str) -> bool:

@@ -1,5 +1,6 @@
 """The markdown report of one or more sweeps: environment, per-cell table, ratios vs the
-anchor, resource partitioning, the unsupported-op histogram and the errors."""
+anchor, resource partitioning, the unsupported-op histogram, the decoder-LLM cells and the
+errors."""
 
 from __future__ import annotations
 
@@ -246,6 +247,31 @@ def unsupported_section(records: list[dict]) -> list[str]:
     return table(["op", "nodes", "models (nodes)", "reason"], body)
 
 
+def llm_section(records: list[dict]) -> list[str]:
+    """The decoder-LLM cells of a sweep (``kind: "llm"``, zoo/llm_cells.py): latencies on
+    the executor named, beside transformers' static-cache ``generate`` in the same
+    process."""
+    body = []
+    for r in records:
+        if r.get("status") != "ok":
+            continue
+        m = r["llm"]
+        d = m["decode_ms"]
+        body.append([r["cell"]["key"], m["executor"], f"{m['prompt_len']} + {m['new_tokens']}",
+                     num(m["prefill_ms"]["median"], ".1f"),
+                     f"{num(d['median'], '.1f')} ({num(d['p10'], '.1f')}.."
+                     f"{num(d['p90'], '.1f')})", num(m["tokens_per_s"]["median"], ".1f"),
+                     num(m["eager_static_cache_tokens_per_s"]["median"], ".1f"), m["engines"],
+                     m["profiles"], m["cache_bytes"], m["in_place"],
+                     f"{m['tokens_equal_to_transformers']}/{m['new_tokens']}"])
+    if not body:
+        return ["No decoder-LLM cell ran (or none succeeded)."]
+    return table(["cell", "executor", "prompt + new tokens", "prefill ms",
+                  "decode ms/token (p10..p90)", "tokens/s", "transformers static cache "
+                  "tokens/s", "engines", "profiles", "cache bytes", "in place",
+                  "tokens equal"], body)
+
+
 def _inaccurate(r: dict) -> bool:
     return bool(r.get("accuracy")) and not accuracy_passed(r["accuracy"])
 
@@ -285,6 +311,8 @@ def markdown(records: list[dict], title: str = "Model zoo report",
     out += [f"Sweep time: {wall / 60:.1f} min wall, {cpu / 60:.1f} min CPU in the cells "
             "(wall includes waiting for other processes on a shared machine).", ""]
     out += environment_lines(records) + ["", "## Cells", ""]
+    decoders = [r for r in records if r.get("kind") == "llm"]
+    everything, records = records, [r for r in records if r.get("kind") != "llm"]
     out += table(CELL_HEADER, [cell_row(r) for r in records])
     out += ["", ACCURACY_NOTE]
     out += ["", "## Ratios vs the anchor (Torch-TensorRT 2.13 + TensorRT-RTX, fp32)", ""]
@@ -298,5 +326,7 @@ def markdown(records: list[dict], title: str = "Model zoo report",
     out += ["", "## Resource partitioning", ""] + resource_section(records)
     out += ["", "## Quantized cells (docs/quantization.md)", ""] + quantized_section(records)
     out += ["", "## Unsupported ops", ""] + unsupported_section(records)
-    out += ["", "## Failures and fallbacks", ""] + error_section(records)
+    if decoders:
+        out += ["", "## Decoder-LLM cells (docs/llm.md)", ""] + llm_section(decoders)
+    out += ["", "## Failures and fallbacks", ""] + error_section(everything)
     return "\n".join(out) + "\n"

@@ -11,8 +11,9 @@ from zoo.schema import read_records
 def test_quick_matrix_is_the_ci_subset():
     cells = quick_matrix()
     # 5 models x 2 strategies x 2 precisions, 3 more models x fast x 2 precisions, and the 5
-    # text models with a dynamic sequence length (fast, fp32), one int8 and one fp8 cell
-    assert len(cells) == 5 * 2 * 2 + 3 * 2 + 5 + 2
+    # text models with a dynamic sequence length (fast, fp32), one int8 and one fp8 cell, and
+    # one decoder-LLM cell (llm:gpt2, fp32)
+    assert len(cells) == 5 * 2 * 2 + 3 * 2 + 5 + 2 + 1
     assert {c.strategy for c in cells} == {"fast", "dependency_aware"}
     assert {c.precision for c in cells} == {"fp32", "fp16", "int8", "fp8"}
     assert len({c.key for c in cells}) == len(cells)

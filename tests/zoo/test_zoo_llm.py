@@ -46,7 +46,7 @@ def test_a_saved_decoder_is_timed_by_zoo_latency(tmp_path, capsys):
     assert record["accuracy"] == {"passed": True, "steps": 3, "failed": []}
     assert record["tokens_equal_hf_eager"] == {"ours_no_graph": 3}
     assert set(record["times"]) == {"ours_no_graph", "hf_eager"}
-    assert record["skipped"] == ["ours_graph", "hf_reduce_overhead"]
+    assert record["skipped"] == ["ours_graph", "ours_graph_one_engine", "hf_reduce_overhead"]
     assert all(v["tokens_per_s"]["median"] > 0 for v in record["times"].values())
     assert "| gpt2_1l-fp32 | cpu | ok (3) |" in capsys.readouterr().out
 
@@ -57,3 +57,41 @@ def test_decoders_refuse_a_precision_they_do_not_compile_in(tmp_path):
     with pytest.raises(ValueError, match=r"decoders compile in \['bf16', 'fp16', 'fp32'\], "
                                          r"not \['int8'\]"):
         save_decoders(["gpt2"], ["int8"], tmp_path)
+
+
+def test_the_quick_sweep_records_a_decoder_cell(tmp_path, monkeypatch):
+    """``llm:gpt2`` (zoo.matrix.QUICK_LLM) runs in a sweep as any cell does: a record with
+    status and env, its numbers under ``llm``; the report gives them their own table, and
+    ``zoo compare --counts-only`` fails when an exact decoder count changes."""
+    from zoo import compare as cmp
+    from zoo import llm_cells
+    from zoo.harness import sweep
+    from zoo.matrix import QUICK_LLM, Cell, quick_matrix
+    from zoo.report import markdown
+
+    assert [c for c in quick_matrix() if c.is_llm] == [Cell("llm:gpt2", "fast", "fp32")]
+    monkeypatch.setitem(llm_cells.SWEEP_SHAPE, "prompt_len", 4)  # the test's own budget
+    monkeypatch.setitem(llm_cells.SWEEP_SHAPE, "new_tokens", 3)
+    cells = [Cell(m, "fast", "fp32") for m in QUICK_LLM] + [Cell("llm:nope", "fast", "fp32")]
+    records = sweep(cells, tmp_path / "zoo.jsonl", isolation="none", progress=False,
+                    measure={"warmup": 0, "runs": 1, "max_seconds": 1.0})
+    good, bad = records
+    assert good["status"] == "ok" and good["kind"] == "llm", good["error"]
+    m = good["llm"]
+    assert (m["engines"], m["profiles"], m["in_place"], m["executor"]) == (1, 2, 4, "reference")
+    # 2 layers x K, V x [1, 4 heads, 4 + 3 positions, 16] fp32
+    assert m["cache_bytes"] == 4 * 4 * 7 * 16 * 4
+    assert m["tokens_equal_to_transformers"] == 3
+    assert m["prefill_ms"]["median"] > 0 and m["decode_ms"]["median"] > 0
+    assert bad["status"] == "error" and "nope" in bad["error"]["message"]
+    report = markdown(records)
+    assert "## Decoder-LLM cells" in report and "| llm:gpt2/fast/fp32 | reference | 4 + 3 |" \
+        in report
+    assert "`llm:nope/fast/fp32` error at llm: ValueError" in report
+    worse = json.loads(json.dumps(good))
+    worse["llm"]["cache_bytes"] *= 2
+    worse["llm"]["tokens_equal_to_transformers"] -= 1
+    deltas = cmp.compare([good], [worse], counts_only=True)
+    assert {(d.metric, d.verdict) for d in cmp.regressions(deltas)} == {
+        ("llm_cache_bytes", cmp.CHANGED), ("llm_tokens_equal", cmp.REGRESSED)}
+    assert not cmp.regressions(cmp.compare([good], [good], counts_only=True))

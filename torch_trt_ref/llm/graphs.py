@@ -11,13 +11,18 @@ in the reference executor), so the replay writes the caller's buffers at the pos
 the call. The capture happens at the first call, after one uncaptured run of that same step
 on a side stream (its checks run there; the replay then writes the same K/V again).
 
-On the reference executor the two-profile engine's decode step cannot be captured: its
-network has dynamic shapes, computed at run time (SHAPE layers make device tensors from host
-values, which a capture forbids). A decoder compiled with ``max_prompt_len=1`` has static
-shapes only (no SHAPE layer; 259 layers against 600 for a 2-layer Llama) and the same cache
-shapes, so ``generate(compiled, ids, cuda_graph=DecodeGraph(decode_only, cache))`` runs
-the prefill on ``compiled`` and replays the decode steps of ``decode_only`` over the one
-cache (a second engine holding the same weights)."""
+The two-profile engine's network has dynamic shapes, computed at run time (SHAPE layers make
+device tensors from host values, SHUFFLE and SLICE read their shape inputs back), which a
+capture forbids. So the step runs in ``shapes_resolved()`` (Note [Shapes resolved before
+capture], runtime/reference/resolved.py): its first, uncaptured run at the decode signature
+keeps the shape values (149 of the 524 calls a 2-layer Llama replays) and every later run, the
+captured one included, replays the other layers over them. (Checked on a CPU with a
+stand-in capture, tests/test_llm.py; the GPU capture is not checked yet.) A decoder
+compiled with ``max_prompt_len=1`` has static shapes only (259 layers for the same Llama)
+and the same cache shapes, so ``generate(compiled, ids, cuda_graph=DecodeGraph(decode_only,
+cache))`` runs the prefill on ``compiled`` and replays the decode steps of ``decode_only``
+over the one cache (a second engine holding the same weights): measured on an H200
+(docs/llm.md), before the resolved replay existed."""
 
 from __future__ import annotations
 
@@ -25,6 +30,7 @@ from typing import Callable
 
 import torch
 
+from ..runtime.reference.resolved import shapes_resolved
 from .compiled import CompiledDecoder
 
 
@@ -66,7 +72,8 @@ class DecodeGraph:
         self.calls = 0
 
     def _step(self) -> torch.Tensor:
-        return self.compiled.module(self.ids, self.position, *self.cache)[0]
+        with shapes_resolved():  # (a no-op for a static-shape network)
+            return self.compiled.module(self.ids, self.position, *self.cache)[0]
 
     def __call__(self, token: torch.Tensor, position: int) -> torch.Tensor:
         """The logits after ``token`` [batch, 1] at ``position`` (the graph's buffer)."""

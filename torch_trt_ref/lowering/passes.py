@@ -177,8 +177,8 @@ def fold_constants(gm: GraphModule, settings: CompilationSettings) -> GraphModul
             gm.register_buffer(name, result if source is not None else result.contiguous())
             with gm.graph.inserting_before(node):
                 attr = gm.graph.get_attr(name)
-            attr.meta = dict(node.meta)
-            if source is not None:
+            attr.meta = {**node.meta, "folded": True}  # (Note [A model already in the
+            if source is not None:  # compile precision] in precision.py)
                 attr.meta["param_name"] = source.meta.get("param_name", source.target)
             node.replace_all_uses_with(attr)
     remove_dead_nodes(gm)

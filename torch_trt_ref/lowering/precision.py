@@ -1,7 +1,9 @@
 """Precision as a lowering step (D6, first cut): cast weights, float inputs and float
 factory ops to the target dtype, cast outputs back to the caller's dtypes. Ops with no
 reduced-precision kernel (FFTs: neither TensorRT nor torch's CPU FFT takes half types) run
-in fp32, and the real values leaving their complex results return to the target dtype."""
+in fp32, and the real values leaving their complex results return to the target dtype.
+A graph whose weights and float inputs are all in the target dtype already is left as
+traced (Note [A model already in the compile precision])."""
 
 from __future__ import annotations
 
@@ -71,6 +73,35 @@ def _cast_view(value: torch.Tensor, target: torch.dtype, storages: dict) -> torc
         return storages[key].as_strided(value.shape, value.stride(), value.storage_offset())
 
 
+# Note [A model already in the compile precision]: a model its user cast (``model.half()``,
+# as ``llm.compile`` casts a decoder before tracing it in its cache's dtype) holds explicit
+# upcasts: RMSNorm's statistics (and Gemma's ``1 + weight`` scale) and rotary angles are
+# computed in float32 and cast back. Eager fp16 keeps those in float32, and the float64 rule
+# measures us against eager's error. Rewriting them to fp16, as this pass rewrites an fp32
+# model (where every float32 is the model's dtype, not a choice), failed a 2-layer Gemma3's
+# fp16 decode step 94 of 128: its post-feedforward RMSNorm reads |x| ~5e-4, whose squares
+# (~1e-7..1e-6) lie below fp16's smallest normal (6.1e-5), so the statistics lost their bits
+# (our logits' RMSE 3x eager fp16's at the median step; docs/llm.md). So when every weight
+# (constants folded from weights aside: fold_constants computed them in the dtypes the model
+# asked for) and every float input is of the target dtype, the graph is left as traced.
+
+
+def in_precision_already(gm: GraphModule, target: torch.dtype) -> bool:
+    """True when every float weight (not a folded constant) and float input of ``gm`` is of
+    ``target`` (Note [A model already in the compile precision])."""
+    dtypes = set()
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            value = node.meta.get("val")
+        elif node.op == "get_attr" and not node.meta.get("folded"):
+            value = operator.attrgetter(node.target)(gm)
+        else:
+            continue
+        if _is_float(value):
+            dtypes.add(value.dtype)
+    return dtypes == {target}
+
+
 def cast_precision(gm: GraphModule, settings: CompilationSettings) -> GraphModule:
     """Rewrite the graph to compute in ``settings.dtype``.
 
@@ -78,7 +109,7 @@ def cast_precision(gm: GraphModule, settings: CompilationSettings) -> GraphModul
     After:  ``x16 = _to_copy(x, f16); w = get_attr(weight_f16); y = mm(x16, w);
     out = _to_copy(y, f32)``"""
     target = settings.dtype
-    if target == torch.float32:
+    if target == torch.float32 or in_precision_already(gm, target):
         return gm
     graph = gm.graph
     cast_storages: dict[tuple, torch.Tensor] = {}

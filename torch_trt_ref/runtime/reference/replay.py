@@ -17,7 +17,10 @@ checks every output. ``ReferenceRunner`` does the same work once:
   - a product read only by a sum becomes one fused call (``_fuse_multiply_add``): a folded
     batch norm's scale and shift, a matrix product and its row bias (torch's linear).
 With the program's ``replay`` setting "inductor" the list of calls runs compiled (Note
-[Compiled replay], compiled_replay.py); the plain replay stays its oracle.
+[Compiled replay], compiled_replay.py); the plain replay stays its oracle. In a
+``shapes_resolved()`` block the calls run with the shape values of each input signature
+computed once (Note [Shapes resolved before capture], resolved.py), so a CUDA graph can
+capture a dynamic-shape network.
 Networks with loops or conditionals keep ``run_snapshot`` (their regions branch on values),
 with the weights resident all the same."""
 
@@ -37,6 +40,7 @@ from .compiled_replay import CompiledReplay
 from .executor import _check, layer_kind, run_snapshot
 from .layers.math_ops import matrix_multiply
 from .plan import Region, plan
+from .resolved import Resolved, requested, shape_slots
 from .weight_placement import StreamPlan, place
 
 log = logging.getLogger(__name__)
@@ -98,11 +102,13 @@ class _Prepared:
 
     def run(self, inputs: list[torch.Tensor], check: bool,
             timed: Callable[[LayerRecord, float], None] | None = None,
-            streamed: Callable[[int, dict], dict] | None = None) -> list[torch.Tensor]:
+            streamed: Callable[[int, dict], dict] | None = None,
+            slots: list | None = None) -> list[torch.Tensor]:
         """Run the calls; ``check``: compare each output with TensorRT's inferred shape and
         dtype; ``timed``: called with each call's layer and its wall seconds (on CUDA the
         device is synchronized around each call); ``streamed``: maps call index and
-        attributes to the attributes it runs with (weight streaming: weight_placement.py)."""
+        attributes to the attributes it runs with (weight streaming: weight_placement.py);
+        ``slots``: a list that receives every slot's value (resolved.py)."""
         values: list = [None] * self.size
         for index, value in zip(self.inputs, inputs):
             values[index] = value
@@ -134,6 +140,8 @@ class _Prepared:
                 results = fn([values[i] for i in ins], **attrs)
                 for index, value in zip(outs, results):
                     values[index] = value
+        if slots is not None:
+            slots[:] = values
         # TensorRT writes dense, contiguous outputs; the reference executor matches that.
         return [values[index].contiguous() for index in self.outputs]
 
@@ -252,6 +260,7 @@ class ReferenceRunner:
         self.checked: set[tuple] = set()
         self.graphs = EngineGraphs(self._eager, name, settings=graph_settings)
         self.compiled: CompiledReplay | None = None  # made on the first "inductor" call
+        self.resolved: dict[tuple, Resolved] = {}  # per signature (resolved.py)
         self.streaming: StreamPlan | None = None  # weight streaming (weight_placement.py)
 
     def set_weight_budget(self, budget: int | None) -> None:
@@ -274,6 +283,7 @@ class ReferenceRunner:
                 self.streaming = StreamPlan(self, self.streaming.budget)
             self.graphs.clear()
             self.compiled = None
+            self.resolved.clear()
         self.device = device
 
     def __call__(self, named: dict[str, torch.Tensor]) -> list[torch.Tensor]:
@@ -299,6 +309,8 @@ class ReferenceRunner:
             named = {info.name: value for info, value in zip(self.snapshot.inputs, inputs)}
             return [o.contiguous() for o in run_snapshot(self.snapshot, named)]
         key = tuple((tuple(t.shape), t.dtype) for t in inputs)
+        if requested():  # Note [Shapes resolved before capture]
+            return self._resolved(inputs, key)
         compiled = self.graphs.settings.replay == "inductor"
         if compiled and self.compiled is None:
             self.compiled = CompiledReplay(self.prepared, self.name)
@@ -314,3 +326,15 @@ class ReferenceRunner:
             if outputs is not None:
                 return outputs
         return self.prepared.run(inputs, False)
+
+    def _resolved(self, inputs: list[torch.Tensor], key: tuple) -> list[torch.Tensor]:
+        """The resolved replay of ``key`` (resolved.py); at a new signature, a plain run
+        (checked at its first) whose values it keeps."""
+        found = self.resolved.get(key)
+        if found is not None:
+            return found.run(inputs)
+        values: list = []
+        outputs = self.prepared.run(inputs, key not in self.checked, slots=values)
+        self.checked.add(key)
+        self.resolved[key] = Resolved(self.prepared, shape_slots(self.prepared), values)
+        return outputs

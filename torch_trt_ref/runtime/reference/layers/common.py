@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import torch
 
+from ..resolved import running as resolved_running
+
 # Note [Low-precision tensors]: the executor holds every TensorRT tensor as a torch tensor
 # of one dtype per TensorRT DataType, so that `_check` (executor.py) can compare each
 # layer output's dtype with the one TensorRT inferred. Each element is one value; nothing is
@@ -41,11 +43,11 @@ def trim(perm, rank: int) -> list[int]:
 
 
 def capturing() -> bool:
-    """Whether a CUDA graph is being captured on this thread's current stream, or
-    torch.compile is tracing the replay (Note [Compiled replay]): layer functions then skip
-    checks that read tensor values on the host (a capture forbids them; under the trace
-    each would break the graph). The uncaptured, checked first run of each input signature
-    made them."""
-    if torch.compiler.is_compiling():
+    """Whether a CUDA graph is being captured on this thread's current stream, torch.compile
+    is tracing the replay (Note [Compiled replay]), or a replay resolved for capture runs
+    (Note [Shapes resolved before capture]): layer functions then skip checks that read
+    tensor values on the host (a capture forbids them; under the trace each would break the
+    graph). The uncaptured, checked first run of each input signature made them."""
+    if torch.compiler.is_compiling() or resolved_running():
         return True
     return torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
