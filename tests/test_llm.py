@@ -368,3 +368,46 @@ def test_batch_of_two_equals_transformers(name):
     assert ours.tolist() == theirs.tolist() and ours[0, PROMPT + 3:].eq(1).all()
     with pytest.raises(ValueError, match=r"must be \[2, prompt_len\]"):
         llm.generate(compiled, ids[:1], max_new_tokens=2)
+
+
+def test_resolved_decode_reads_on_the_host_only_values_it_kept_there(monkeypatch):
+    """What a CPU run can show of a host read under a real capture: in the resolved decode
+    step every ``tolist`` (a SLICE's start and stride, a SHUFFLE's dims: TensorRT's
+    shape-tensor inputs) reads a tensor the resolution kept, never a value the replay just
+    made (on a GPU that read is a device-to-host copy, which a capture refuses: the first
+    H200 capture failed so on the integer constants a SLICE reads)."""
+    from torch_trt_ref.llm.graphs import DecodeGraph
+    from torch_trt_ref.runtime.module import EngineModule
+
+    _, compiled = _compiled("llama")
+    (engine,) = [m for m in compiled.module.modules() if isinstance(m, EngineModule)]
+    kept, fresh, replaying = set(), [], [False]
+    plain = torch.Tensor.tolist
+
+    def tolist(self):
+        if replaying[0] and id(self) not in kept:
+            fresh.append(tuple(self.shape))
+        return plain(self)
+
+    def stand_in(fn):
+        fn()
+        for resolved in engine.handle._reference.resolved.values():
+            kept.update(id(v) for v in resolved.template if isinstance(v, torch.Tensor))
+
+        def replay():
+            replaying[0] = True
+            try:
+                return fn()
+            finally:
+                replaying[0] = False
+        return replay
+
+    monkeypatch.setattr(torch.Tensor, "tolist", tolist)
+    cache = compiled.new_cache()
+    graph = DecodeGraph(compiled, cache, capture=stand_in)
+    ids = torch.randint(3, 97, (1, PROMPT), generator=torch.Generator().manual_seed(7))
+    token = compiled.step(ids, 0, cache).argmax(-1, keepdim=True)
+    for i in range(3):
+        token = graph(token, PROMPT + i).argmax(-1, keepdim=True)
+    assert kept and graph.calls == 3
+    assert fresh == [], f"{len(fresh)} host reads of values made during the replay: {fresh[:4]}"

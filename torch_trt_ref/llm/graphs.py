@@ -17,7 +17,8 @@ capture forbids. So the step runs in ``shapes_resolved()`` (Note [Shapes resolve
 capture], runtime/reference/resolved.py): its first, uncaptured run at the decode signature
 keeps the shape values (149 of the 524 calls a 2-layer Llama replays) and every later run, the
 captured one included, replays the other layers over them. (Checked on a CPU with a
-stand-in capture, tests/test_llm.py; on an H200 the real capture still fails: docs/llm.md.)
+stand-in capture, tests/test_llm.py; the real capture failed once on an H200, and the fix of
+that read is not yet run on a GPU: docs/llm.md.)
 A decoder compiled with ``max_prompt_len=1`` has static shapes only (259 layers for the same Llama)
 and the same cache shapes, so ``generate(compiled, ids, cuda_graph=DecodeGraph(decode_only,
 cache))`` runs the prefill on ``compiled`` and replays the decode steps of ``decode_only``

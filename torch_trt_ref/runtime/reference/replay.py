@@ -336,5 +336,6 @@ class ReferenceRunner:
         values: list = []
         outputs = self.prepared.run(inputs, key not in self.checked, slots=values)
         self.checked.add(key)
-        self.resolved[key] = Resolved(self.prepared, shape_slots(self.prepared), values)
+        shapes, constants = shape_slots(self.prepared)
+        self.resolved[key] = Resolved(self.prepared, shapes, values, constants)
         return outputs

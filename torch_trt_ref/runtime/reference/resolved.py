@@ -17,7 +17,11 @@ signature (shapes and dtypes) those values are fixed, so ``Resolved``:
     (random FILLs excepted; float constants excepted, so a refit cannot leave a stale
     value);
   - keeps them, on the device, and on the host where a layer reads them there
-    (``HOST_INPUTS``: TensorRT's shape-tensor inputs of the kinds that have them);
+    (``HOST_INPUTS``: TensorRT's shape-tensor inputs of the kinds that have them), as it
+    keeps host copies of the integer constants such inputs read (a SLICE's start and
+    stride: without them the first real capture, on an H200, failed with "Cannot copy
+    between CPU and CUDA tensors during CUDA graph capture", a read the CPU recorder of
+    tests/test_llm.py could not see);
   - replays the other calls only, each reading its shape inputs from those kept values.
 The result equals the plain replay's bit for bit (the same calls on the same values;
 tests/test_llm.py holds it to it). While a resolved replay runs, ``capturing()`` is true: the
@@ -68,9 +72,9 @@ def running() -> bool:
     return _RUNNING.get()
 
 
-def shape_slots(prepared) -> frozenset[int]:
+def shape_slots(prepared) -> tuple[frozenset[int], frozenset[int]]:
     """The slots of ``prepared``'s calls that hold shape values (Note [Shapes resolved
-    before capture]), whatever the input signature."""
+    before capture]), whatever the input signature, and those of its integer constants."""
     integer_constants: set[int] = {0}  # slot 0: an unset optional input (None)
     shapes: set[int] = set()
     for (_fn, ins, attrs, outs), layer in zip(prepared.fast, prepared.fast_layers):
@@ -83,14 +87,18 @@ def shape_slots(prepared) -> frozenset[int]:
         elif (attrs.get("operation") not in RANDOM_FILLS and any(i in shapes for i in ins)
               and all(i in shapes or i in integer_constants for i in ins)):
             shapes.update(outs)
-    return frozenset(shapes)
+    return frozenset(shapes), frozenset(integer_constants - {0})
 
 
 class Resolved:
     """``prepared``'s replay for one input signature with its shape values kept: built from
-    ``values``, every slot's value of a run at that signature."""
+    ``values``, every slot's value of a run at that signature. ``constants``: the integer
+    constants' slots; those a layer reads on the host (a SLICE's start or stride) are read
+    from host copies too (their layers still run: an integer weight may be refit, a shape
+    tensor cannot be)."""
 
-    def __init__(self, prepared, shapes: frozenset[int], values: list):
+    def __init__(self, prepared, shapes: frozenset[int], values: list,
+                 constants: frozenset[int] = frozenset()):
         template = list(values[:prepared.size])
         for slot in range(len(template)):
             if slot not in shapes:
@@ -105,10 +113,10 @@ class Resolved:
             reads = HOST_INPUTS.get(layer.kind, frozenset())
             mapped = []
             for j, i in enumerate(ins):
-                if i in shapes and j in reads:
+                if j in reads and (i in shapes or i in constants):
                     if i not in host:
                         host[i] = len(template)
-                        template.append(template[i].cpu())
+                        template.append(values[i].cpu())
                     i = host[i]
                 mapped.append(i)
             self.calls.append((fn, tuple(mapped), attrs, outs))
