@@ -29,8 +29,15 @@ from .gate.runner import (
     say,
     wait_for_quiet,
 )
-from .gate.verdict import (TIERS, ab_screen, add_series, confirm_run, recount_run, screen_run,
-                           start_counts)
+from .gate.verdict import (
+    TIERS,
+    ab_screen,
+    add_series,
+    confirm_run,
+    recount_run,
+    screen_run,
+    start_counts,
+)
 from .gate.worker import CountPool, Pool
 
 

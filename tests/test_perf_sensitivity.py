@@ -315,7 +315,7 @@ def test_latency_is_timed_after_its_warm_up_time(monkeypatch):
     call comes after LATENCY_WARMUP_SECONDS of calls (one call of a longer graph)."""
     from perf.gate import measure
 
-    clock, calls, first_timed = [0.0], [], []
+    clock, calls = [0.0], []
 
     def perf_counter():
         return clock[0]
