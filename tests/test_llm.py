@@ -11,6 +11,7 @@ import copy
 import pytest
 import torch
 import transformers as tf
+from host_values import HostValues
 from torch.utils._python_dispatch import TorchDispatchMode
 
 import torch_trt_ref
@@ -286,23 +287,6 @@ def test_decode_graph_binds_the_callers_cache():
         llm.generate(other, ids, max_new_tokens=2, cuda_graph=graph)
 
 
-class _HostValues(TorchDispatchMode):
-    """Records the ops a CUDA graph capture forbids that a CPU run can show: a tensor made
-    from host values (``torch.tensor``: lift_fresh) and a value read back (``int``,
-    ``item``: _local_scalar_dense)."""
-
-    FORBIDDEN = {torch.ops.aten.lift_fresh.default, torch.ops.aten._local_scalar_dense.default}
-
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func in self.FORBIDDEN:
-            self.seen.append(func)
-        return func(*args, **(kwargs or {}))
-
-
 def test_decode_graph_captures_the_two_profile_engines_step_with_shapes_resolved():
     """Note [Shapes resolved before capture]: ``DecodeGraph`` over the two-profile engine
     with a stand-in capture (the step run once, as ``cuda_capture`` warms up, then at each
@@ -315,7 +299,7 @@ def test_decode_graph_captures_the_two_profile_engines_step_with_shapes_resolved
     _, compiled = _compiled("llama")
     ids = torch.randint(3, 97, (1, PROMPT), generator=torch.Generator().manual_seed(6))
     plain_cache, cache = compiled.new_cache(), compiled.new_cache()
-    recorder = _HostValues()
+    recorder = HostValues()
 
     def stand_in(fn):
         fn()
@@ -329,7 +313,7 @@ def test_decode_graph_captures_the_two_profile_engines_step_with_shapes_resolved
     token = compiled.step(ids, 0, cache).argmax(-1, keepdim=True)
     assert torch.equal(token, compiled.step(ids, 0, plain_cache).argmax(-1, keepdim=True))
     for i in range(NEW - 1):
-        with _HostValues() as plain:
+        with HostValues() as plain:
             want = compiled.step(token, PROMPT + i, plain_cache)
         assert plain.seen  # the premise: the plain replay makes shape tensors on the host
         got = graph(token, PROMPT + i)

@@ -6,7 +6,7 @@ resolved replay runs (what a CUDA graph capture forbids)."""
 from __future__ import annotations
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+from host_values import HostValues
 
 import torch_trt_ref
 from torch_trt_ref.runtime.module import EngineModule
@@ -26,22 +26,6 @@ class Heads(torch.nn.Module):
         b, t, _ = x.shape
         y = self.proj(x).view(b, t, 2, 4).transpose(1, 2)
         return y.softmax(-1) + torch.arange(t, dtype=x.dtype)[:, None]
-
-
-class HostValues(TorchDispatchMode):
-    """Records tensors made from host values (lift_fresh) and values read back
-    (_local_scalar_dense)."""
-
-    FORBIDDEN = {torch.ops.aten.lift_fresh.default, torch.ops.aten._local_scalar_dense.default}
-
-    def __init__(self):
-        super().__init__()
-        self.seen = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if func in self.FORBIDDEN:
-            self.seen.append(func)
-        return func(*args, **(kwargs or {}))
 
 
 def test_resolved_replay_equals_the_plain_replay_per_signature():
