@@ -115,10 +115,15 @@ def test_a_base_from_before_the_harness_moved_measures_compiles_and_families(old
     with Pool(old_base) as base:
         compiled = base.measure("compile:lgamma_graph")
         assert compiled["compile/lgamma_graph/cpu/total"]["value"] > 0
-        assert base.skipped_cases() == {}
+        # its one case module that needs a newer library module is left out, with why
+        # (before Note [One library per server] it imported this checkout's)
+        skipped = base.skipped_cases()
+        assert list(skipped) == ["kv_cache"] and "torch_trt_ref.kv_cache_op" in \
+            skipped["kv_cache"], skipped
         family = base.measure("family:composites")
         assert family["family/composites/cpu"]["value"] > 0
-        # its LLM path predates prefill/decode profiles: that group cannot be measured,
-        # and says why
-        with pytest.raises(MeasureError, match="unexpected keyword argument 'profiles'"):
+        # it predates the LLM path: that group cannot be measured, and says why (not with
+        # this checkout's torch_trt_ref.llm on that runtime: Note [One library per server])
+        with pytest.raises(MeasureError, match="No module named 'torch_trt_ref.llm' in the "
+                                               "library measured here"):
             base.measure("llm:gpt2")

@@ -72,12 +72,38 @@ def fork_measure(group: str, prepared: dict, spec: dict | None,
     return json.loads(text)
 
 
+class _OwnLibraryOnly:
+    """A meta path finder that finds ``torch_trt_ref``'s modules on the path alone (Note
+    [One library per server])."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] != "torch_trt_ref":
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None:
+            raise ModuleNotFoundError(f"No module named {name!r} in the library measured "
+                                      "here", name=name)
+        return spec
+
+
+# Note [One library per server]: a measuring server of another tree has that tree's library
+# first on its path, but this checkout's editable install also puts a finder on
+# sys.meta_path that maps this checkout's modules by name; a module the other tree lacks
+# (torch_trt_ref.llm before it existed) was then imported from this checkout, on the other
+# tree's runtime. So a server finds the library's modules on the path only: a module the
+# measured tree lacks is missing, and the group that needs it says so (tests/
+# test_perf_confirm.py).
+
+
 def serve(kind: str, models: list[str] | None = None, families: bool = True) -> None:
     import warnings
 
     warnings.simplefilter("ignore")
     replies = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)  # anything printed goes to stderr
+    sys.meta_path.insert(0, _OwnLibraryOnly())
     import torch
 
     torch.set_num_threads(1)
