@@ -27,6 +27,7 @@ from matplotlib.figure import Figure
 from . import noise, rules, store, suites
 from .runner import count_suite, say
 from .sensitivity import replayed
+from .sensitivity import summarize as summarize_trials
 from .verdict import GateRun, recount_run
 from .worker import CountPool
 
@@ -139,28 +140,30 @@ def summarize(results: dict, args=None) -> dict:
     return out
 
 
+# scenario of a perf.gate.sensitivity file -> (its point in the plot, the parameter of its size)
+TIME_SCENARIOS = {"family": ("family", "family_slower"), "lowering": ("phase", "lowering_slower"),
+                  "memory": ("memory", "rss_more"), "latency": ("latency", "latency_slower")}
+
+
 def time_points(results: dict) -> list[tuple[str, float, int, int]]:
-    """(scenario, effect, trials REGRESSED, trials) of one perf.gate.sensitivity file; the
-    lowering scenario is the count tier's "phase"; an unchanged tree's trials are one
+    """(scenario, effect, trials REGRESSED, trials) of one perf.gate.sensitivity file, as its
+    ``summarize`` counts them; the lowering scenario is the count tier's "phase"; the whole
+    compile is each slowed model's total on its own, but the one whose partition the
+    unsupported op changes (its total moves for that too); an unchanged tree's trials are one
     "control" point at 0 (trials with any series REGRESSED: false alarms)."""
     params, trials = results["params"], results["trials"]
     if not trials:
         return []
     if params.get("control"):
         return [("control", 0.0, sum(bool(t["regressed"]) for t in trials), len(trials))]
-    goals, n = params["targets"], len(trials)
-    # each slowed model's total on its own, but the one whose partition the unsupported op
-    # changes (its total moves for that too)
-    totals = [s for s in goals["compile"] if f"/{params.get('model2')}/" not in s]
-    points = [("family", params.get("family_slower", 0.2),
-               sum(goals["family"] in t["regressed"] for t in trials), n),
-              ("compile", params.get("compile_slower", 0.3),
-               sum(s in t["regressed"] for t in trials for s in totals), n * len(totals))]
-    for scenario, effect in (("lowering", "lowering_slower"), ("memory", "rss_more"),
-                             ("latency", "latency_slower")):
-        if scenario in goals:
-            points.append(("phase" if scenario == "lowering" else scenario, params[effect],
-                           sum(goals[scenario] in t["regressed"] for t in trials), n))
+    found, n = summarize_trials(results), len(trials)
+    totals = {k: v for k, v in found["compile_by_series"].items()
+              if f"/{params.get('model2')}/" not in k}
+    points = [("compile", params.get("compile_slower", 0.3), sum(totals.values()),
+               n * len(totals))]
+    for scenario, (point, size) in TIME_SCENARIOS.items():
+        if scenario in found["flagged"]:
+            points.append((point, params.get(size, 0.2), found["flagged"][scenario], n))
     return points
 
 
