@@ -8,12 +8,23 @@
 # later call can move it. Each finished program's record is kept as RESULTS/lat_NAME.jsonl
 # (and .md) as soon as it ends; RESULTS/log.txt is the filtered log; RESULTS/DONE marks the
 # end. Meant to be started detached (setsid nohup) and collected by later calls.
+# Inductor's local autotuning results (its cache/ folder: every operator's benchmarked choices,
+# written as each operator is tuned, so also by a program killed at the deadline) are packed
+# into RESULTS/autotune_cache.tgz after each program; SEED_CACHE=that file from an earlier
+# call unpacks them first, so a later lease on the same GPU, driver and CUDA (inductor keys
+# the file by them; another system's file is ignored) resumes a max-autotune compile where the
+# earlier one stopped instead of benchmarking the same choices again.
 # Usage: perf/studies/gpu/run_issue42_queue.sh QUEUE RESULTS DEADLINE; env: REPEATS (3),
-# THREADS (inductor compile workers, 16), ANCHORS ("reduce-overhead max-autotune").
+# THREADS (inductor compile workers, 16), ANCHORS ("reduce-overhead max-autotune"),
+# SEED_CACHE (a RESULTS/autotune_cache.tgz), CACHE (inductor's cache folder).
 QUEUE=$1; RESULTS=$2; DEADLINE=$3
 export PYTHONUNBUFFERED=1 TORCHINDUCTOR_COMPILE_THREADS=${THREADS:-16}
 ANCHORS=${ANCHORS:-"reduce-overhead max-autotune"}
-mkdir -p "$RESULTS"; LOG=$RESULTS/log.txt
+export TORCHINDUCTOR_CACHE_DIR=${CACHE:-/tmp/torchinductor_issue42}
+mkdir -p "$RESULTS" "$TORCHINDUCTOR_CACHE_DIR"; LOG=$RESULTS/log.txt
+if [[ -n $SEED_CACHE ]]; then tar xzf "$SEED_CACHE" -C "$TORCHINDUCTOR_CACHE_DIR"; fi
+keep_cache() { [[ -d $TORCHINDUCTOR_CACHE_DIR/cache ]] && tar czf "$RESULTS/autotune_cache.tgz" \
+  -C "$TORCHINDUCTOR_CACHE_DIR" cache; }
 say() { echo "$(date -u +%H:%M:%S) $*" >> "$LOG"; }
 tree() { local c; for c in $(pgrep -P "$1"); do tree "$c"; done; echo "$1"; }
 left() { echo $(( $(cat "$DEADLINE") - $(date +%s) )); }
@@ -42,6 +53,6 @@ while read -r prog estimate; do
     mv "$RESULTS/lat_$name.part.jsonl" "$RESULTS/lat_$name.jsonl"
     mv "$RESULTS/lat_$name.part.md" "$RESULTS/lat_$name.md"
   fi
-  say "[$name] exit $rc after $(( $(date +%s) - start )) s"
+  keep_cache; say "[$name] exit $rc after $(( $(date +%s) - start )) s"
 done < "$QUEUE"
 say "queue done"; touch "$RESULTS/DONE"
