@@ -350,11 +350,11 @@ def test_latency_is_timed_after_its_warm_up_time(monkeypatch):
 def test_curve_trials_re_judge(name):
     """The curve's trials at 5, 10, 20 (beside the hog) and 50%: every confirmation re-judged
     from its samples, the compiles measured once by the A/B screen, no series an injection
-    neither aims at nor touches REGRESSED; what each size found, as docs/regressions.md reports it: at 50%
-    every scenario; at 10% the family (x1.13), peak RSS (x1.10) and the unsupported op in
-    both trials, one of two slowed compiles per trial, neither the lowering (x1.09) nor the
-    latency (x1.08); at 20% beside the hog every scenario in both trials; at 5% the
-    unsupported op alone."""
+    neither aims at nor touches REGRESSED; what each size found, as docs/regressions.md
+    reports it: at 50% every scenario; at 10% the family (x1.13), peak RSS (x1.10) and the
+    unsupported op in both trials, one of two slowed compiles per trial, neither the
+    lowering (x1.09) nor the latency (x1.08); at 20% beside the hog every scenario in both
+    trials; at 5% the unsupported op alone."""
     from perf.gate.sensitivity import summarize
 
     results = json.loads((store.DATA / "results" / name).read_text())
