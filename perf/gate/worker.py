@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib.machinery
 import json
 import os
 import subprocess
@@ -79,8 +80,6 @@ class _OwnLibraryOnly:
     def find_spec(self, name, path=None, target=None):
         if name.partition(".")[0] != "torch_trt_ref":
             return None
-        import importlib.machinery
-
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None:
             raise ModuleNotFoundError(f"No module named {name!r} in the library measured "

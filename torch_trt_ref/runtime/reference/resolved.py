@@ -94,11 +94,11 @@ class Resolved:
     """``prepared``'s replay for one input signature with its shape values kept: built from
     ``values``, every slot's value of a run at that signature. ``constants``: the integer
     constants' slots; those a layer reads on the host (a SLICE's start or stride) are read
-    from host copies too (their layers still run: an integer weight may be refit, a shape
-    tensor cannot be)."""
+    from host copies too. Their layers still run, and the copies cannot go stale: a refit
+    drops the engine's whole reference runner, these copies with it (refit.py)."""
 
     def __init__(self, prepared, shapes: frozenset[int], values: list,
-                 constants: frozenset[int] = frozenset()):
+                 constants: frozenset[int]):
         template = list(values[:prepared.size])
         for slot in range(len(template)):
             if slot not in shapes:
