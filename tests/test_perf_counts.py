@@ -75,6 +75,26 @@ def test_recorded_counts_repeat_exactly():
             assert len({r.series[name].statistic() for r in runs if name in r.series}) == 1
 
 
+def test_counts_equal_on_an_emulated_cpu_three_times_slower():
+    """perf-data/results/count_spread_emulated_*.json (``python -m
+    perf.studies.emulated_counts``, issue 38): at least 5 count runs of the quick suite on
+    this machine and 3 on another x86-64 CPU emulated by qemu (no AVX: torch's CPU
+    capability differs), whose canary is at least 3x slower, give one value per counted
+    series: a spread of 0 on both machines and between them."""
+    files = sorted((store.DATA / "results").glob("count_spread_emulated_*.json"))
+    assert files
+    for path in files:
+        machines = json.loads(path.read_text())["machines"]
+        here, emulated = machines["native"], machines["emulated"]
+        assert len(here["runs"]) >= 5 and len(emulated["runs"]) >= 3
+        canary = {name: min(c["canary"] for c in m["canaries"]) for name, m in machines.items()}
+        assert canary["emulated"] > 3 * canary["native"], canary
+        assert here["canaries"][0]["capability"] != emulated["canaries"][0]["capability"]
+        runs = here["runs"] + emulated["runs"]
+        assert len(runs[0]) > 100 and all(run.keys() == runs[0].keys() for run in runs)
+        assert [n for n in runs[0] if len({run[n] for run in runs}) > 1] == [], path.name
+
+
 def test_count_sensitivity_on_recorded_trials():
     """perf-data/results/count_sensitivity.json (python -m perf.gate.count_sensitivity):
     extra work of 2-50% in one phase, one whole compile and one converter family is
