@@ -8,6 +8,10 @@
 # later call can move it. Each finished program's record is kept as RESULTS/lat_NAME.jsonl
 # (and .md) as soon as it ends; RESULTS/log.txt is the filtered log; RESULTS/DONE marks the
 # end. Meant to be started detached (setsid nohup) and collected by later calls.
+# Start it, its programs and the library it runs from a copy outside any folder the device calls
+# carry: the next call's transfer replaces a carried folder, and the programs the queue has not
+# started yet would find it gone (call K lost two that way).
+# One queue per GPU: CUDA_VISIBLE_DEVICES=N with CACHE and RESULTS of its own.
 # Inductor's local autotuning results (its cache/ folder: every operator's benchmarked choices,
 # written as each operator is tuned, so also by a program killed at the deadline) are packed
 # into RESULTS/autotune_cache.tgz after each program; SEED_CACHE=that file from an earlier
