@@ -206,9 +206,10 @@ def measure_decoder(path: Path, device: str, rounds: int) -> dict:
                     fulls = [_timed(lambda: fn(new), device) for _ in range(3)]
                     assert all(o.shape[1] == prompt + new for _, o in fulls), fulls[0][1].shape
                     times[name]["ttft_ms"].append(statistics.median(firsts) * 1e3)
-                    # The decode time is a difference of two timings: from the fastest of 3
-                    # each, so that one disturbed run cannot make it negative (a 1-layer
-                    # model's 2 decode steps on a busy CPU did, with one run of all tokens).
+                    # The decode time is a difference of two timings, so it is taken from the
+                    # fastest of 3 each: a disturbed run then no longer decides it (with one run
+                    # of all tokens, a 1-layer model's 2 decode steps on a busy CPU read
+                    # negative). It can still be negative if every run of one side is slowed.
                     decode = min(t for t, _ in fulls) - min(firsts)
                     times[name]["tokens_per_s"].append((new - 1) / decode)
         record["times"] = {k: {m: {"median": statistics.median(v), "min": min(v),
