@@ -80,7 +80,8 @@ def test_counts_equal_on_an_emulated_cpu_three_times_slower():
     perf.studies.emulated_counts``, issue 38): at least 5 count runs of the quick suite on
     this machine and 3 on another x86-64 CPU emulated by qemu (no AVX: torch's CPU
     capability differs), whose canary is at least 3x slower, give one value per counted
-    series: a spread of 0 on both machines and between them."""
+    series: a spread of 0 on both machines and between them, and on every machine added
+    later with ``--again`` (another boot, with what identifies it)."""
     files = sorted((store.DATA / "results").glob("count_spread_emulated_*.json"))
     assert files
     for path in files:
@@ -90,7 +91,10 @@ def test_counts_equal_on_an_emulated_cpu_three_times_slower():
         canary = {name: min(c["canary"] for c in m["canaries"]) for name, m in machines.items()}
         assert canary["emulated"] > 3 * canary["native"], canary
         assert here["canaries"][0]["capability"] != emulated["canaries"][0]["capability"]
-        runs = here["runs"] + emulated["runs"]
+        for name, again in machines.items():
+            if name not in ("native", "emulated"):
+                assert len(again["runs"]) >= 3 and again["identity"]["boot_id"], name
+        runs = [run for m in machines.values() for run in m["runs"]]
         assert len(runs[0]) > 100 and all(run.keys() == runs[0].keys() for run in runs)
         assert [n for n in runs[0] if len({run[n] for run in runs}) > 1] == [], path.name
 

@@ -11,6 +11,11 @@ gate's fixed CPU loop, ``perf.gate.measure.canary``) says how far apart their sp
 The file holds every run's counts, each machine's canaries and capability; docs/
 regressions.md, "Spread, measured", reports it and ``tests/test_perf_counts.py`` re-checks it.
 
+``--again NAME --root DIR --out FILE`` (no qemu) adds to a recorded FILE the count runs and
+canaries of the machine it runs on now, as the machine NAME: another boot or another host of
+the kind, counting the library at DIR (a worktree at the commit FILE measured, since the
+counts change with the code), with what identifies the boot (its id, kernel, boot time).
+
 qemu 7.2 (Debian bookworm's ``qemu-user``) aborts a forked child that starts a thread while
 another thread of its parent was alive (``qemu_plugin_vcpu_init_hook: assertion failed``),
 which every count server's child does; 10.0 does not. Debian trixie's ``qemu-user`` carries
@@ -52,25 +57,26 @@ def emulation(folder: Path, qemu: str, cpu: str) -> tuple[str, dict]:
     return str(wrapper), {"PYTHONPATH": f"{site}:{ROOT}"}
 
 
-def _python(exe: str, env: dict, *args: str) -> str:
-    done = subprocess.run([exe, *args], cwd=ROOT, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(ROOT), **env}, timeout=3600)
+def _python(exe: str, env: dict, *args: str, root: Path = ROOT) -> str:
+    done = subprocess.run([exe, *args], cwd=root, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(root), **env}, timeout=3600)
     if done.returncode:
         raise RuntimeError(f"{exe} {args[:1]} exited {done.returncode}:\n{done.stderr[-2000:]}")
     return done.stdout
 
 
-def counts(exe: str, env: dict, folder: Path, tag: str) -> tuple[dict, float]:
-    """One whole count run: {series: value} and its wall seconds."""
+def counts(exe: str, env: dict, folder: Path, tag: str, root: Path = ROOT
+           ) -> tuple[dict, float]:
+    """One whole count run of the library at root: {series: value} and its wall seconds."""
     out = folder / f"{tag}.json"
     start = time.perf_counter()
-    _python(exe, env, "-c", COUNTS, str(out))
+    _python(exe, env, "-c", COUNTS, str(out), root=root)
     series = {s["name"]: s["samples"][0] for s in json.loads(out.read_text())}
     return series, time.perf_counter() - start
 
 
-def canary(exe: str, env: dict) -> dict:
-    for line in _python(exe, env, "-c", CANARY).splitlines():
+def canary(exe: str, env: dict, root: Path = ROOT) -> dict:
+    for line in _python(exe, env, "-c", CANARY, root=root).splitlines():
         if line.startswith("@@"):
             found = json.loads(line[2:])
             return {"capability": found["capability"],
@@ -79,9 +85,44 @@ def canary(exe: str, env: dict) -> dict:
     raise RuntimeError("the canary printed no result")
 
 
+def identity() -> dict:
+    """What tells this boot of this machine from another: the kernel's boot id, the kernel,
+    when it booted, and the CPU as /proc/cpuinfo names it (a VM does not show its host)."""
+    proc = Path("/proc/sys/kernel")
+    uptime = float(Path("/proc/uptime").read_text().split()[0])
+    booted = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(time.time() - uptime))
+    return {"boot_id": (proc / "random" / "boot_id").read_text().strip(),
+            "kernel": (proc / "osrelease").read_text().strip(), "booted": booted,
+            "cpu": cpu_model(), "cores": os.cpu_count()}
+
+
+def again(args) -> dict:
+    """--again: this machine's count runs and canaries added to the recorded file."""
+    root = args.root.resolve()
+    result = json.loads(args.out.read_text())
+    if args.again in result["machines"]:
+        raise SystemExit(f"{args.out} already has a machine {args.again!r}: name another")
+    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True, check=True).stdout.strip()
+    machine = {"what": cpu_model(), "identity": identity(), "commit": commit}
+    exe = (sys.executable, {})
+    with tempfile.TemporaryDirectory() as tmp:
+        runs, seconds = [], []
+        for i in range(args.native):
+            series, wall = counts(*exe, Path(tmp), f"again{i}", root)
+            runs.append(series)
+            seconds.append(round(wall, 1))
+            print(f"[emulated_counts] {args.again} run {i + 1}/{args.native}: {len(series)}"
+                  f" series, {wall:.0f} s", file=sys.stderr, flush=True)
+    machine.update(runs=runs, wall_s=seconds,
+                   canaries=[canary(*exe, root) for _ in range(args.canaries)])
+    result["machines"][args.again] = machine
+    return result
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--qemu", required=True, help="qemu-x86_64 binary (10.0 or newer)")
+    parser.add_argument("--qemu", help="qemu-x86_64 binary (10.0 or newer); not with --again")
     parser.add_argument("--cpu", default="Nehalem", help="the emulated CPU model")
     parser.add_argument("--native", type=int, default=5, help="count runs on this machine")
     parser.add_argument("--emulated", type=int, default=3, help="count runs emulated")
@@ -90,7 +131,18 @@ def main(argv=None) -> int:
     parser.add_argument("--canaries-only", action="store_true",
                         help="measure the canaries again into --out's recorded runs (on a "
                         "quiet machine: they are timings)")
+    parser.add_argument("--again", metavar="NAME",
+                        help="add this machine's --native count runs to --out as NAME")
+    parser.add_argument("--root", type=Path, default=ROOT,
+                        help="with --again: the library to count (a worktree at --out's commit)")
     args = parser.parse_args(argv)
+    if args.again:
+        result = again(args)
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+        report(result)
+        return 0
+    if not args.qemu:
+        parser.error("--qemu is needed (a qemu-x86_64 10.0 binary), unless --again")
     version = subprocess.run([args.qemu, "--version"], capture_output=True, text=True,
                              check=True).stdout.splitlines()[0]
     with tempfile.TemporaryDirectory() as tmp:
