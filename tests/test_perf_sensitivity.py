@@ -396,8 +396,8 @@ def test_curve_trials_re_judge(name):
     minimum effect); at 20% quiet peak RSS, the unsupported op and a slowed compile in every
     trial, latency in 19, the family in 17, the lowering in 12 of 20, a slowed compile in 25
     of 40 model-trials (`lgamma_graph` 18/20, `resnet18` 7/20); at 30% quiet every scenario
-    in every trial but the lowering (19 of 20), each slowed compile in all 40; at 20% beside the hog every
-    scenario in both trials; at 5% the unsupported op alone."""
+    in every trial but the lowering (19 of 20), each slowed compile in all 40; at 20% beside
+    the hog every scenario in both trials; at 5% the unsupported op alone."""
     from perf.gate.sensitivity import summarize
 
     results = json.loads((store.DATA / "results" / name).read_text())
