@@ -75,6 +75,19 @@ def counts(exe: str, env: dict, folder: Path, tag: str, root: Path = ROOT
     return series, time.perf_counter() - start
 
 
+def count_runs(exe: str, env: dict, folder: Path, name: str, n: int, root: Path = ROOT
+               ) -> dict:
+    """n whole count runs on the machine name, with progress: {runs, wall_s}."""
+    runs, seconds = [], []
+    for i in range(n):
+        series, wall = counts(exe, env, folder, f"{name}{i}", root)
+        runs.append(series)
+        seconds.append(round(wall, 1))
+        print(f"[emulated_counts] {name} run {i + 1}/{n}: {len(series)} series,"
+              f" {wall:.0f} s", file=sys.stderr, flush=True)
+    return {"runs": runs, "wall_s": seconds}
+
+
 def canary(exe: str, env: dict, root: Path = ROOT) -> dict:
     for line in _python(exe, env, "-c", CANARY, root=root).splitlines():
         if line.startswith("@@"):
@@ -107,15 +120,8 @@ def again(args) -> dict:
     machine = {"what": cpu_model(), "identity": identity(), "commit": commit}
     exe = (sys.executable, {})
     with tempfile.TemporaryDirectory() as tmp:
-        runs, seconds = [], []
-        for i in range(args.native):
-            series, wall = counts(*exe, Path(tmp), f"again{i}", root)
-            runs.append(series)
-            seconds.append(round(wall, 1))
-            print(f"[emulated_counts] {args.again} run {i + 1}/{args.native}: {len(series)}"
-                  f" series, {wall:.0f} s", file=sys.stderr, flush=True)
-    machine.update(runs=runs, wall_s=seconds,
-                   canaries=[canary(*exe, root) for _ in range(args.canaries)])
+        machine.update(count_runs(*exe, Path(tmp), args.again, args.native, root))
+    machine["canaries"] = [canary(*exe, root) for _ in range(args.canaries)]
     result["machines"][args.again] = machine
     return result
 
@@ -158,14 +164,7 @@ def main(argv=None) -> int:
                                    "emulated": {"what": f"{version}, -cpu {args.cpu}"}}}
             wanted = {"native": args.native, "emulated": args.emulated}
         for name, n in wanted.items():
-            runs, seconds = [], []
-            for i in range(n):
-                series, wall = counts(*exes[name], folder, f"{name}{i}")
-                runs.append(series)
-                seconds.append(round(wall, 1))
-                print(f"[emulated_counts] {name} run {i + 1}/{n}: {len(series)} series,"
-                      f" {wall:.0f} s", file=sys.stderr, flush=True)
-            result["machines"][name].update(runs=runs, wall_s=seconds)
+            result["machines"][name].update(count_runs(*exes[name], folder, name, n))
         for name, exe in exes.items():  # alone, after every count run
             result["machines"][name]["canaries"] = [canary(*exe) for _ in range(args.canaries)]
     args.out.write_text(json.dumps(result, indent=1) + "\n")
