@@ -370,17 +370,19 @@ CURVE_FOUND = {
                                             "lowering": 9, "memory": 9, "latency": 9}, 18, {}),
     "sensitivity_foreign_5pct_c47.json": ({"family": 0, "compile": 1, "unsupported": 1,
                                            "lowering": 0, "memory": 0, "latency": 0}, 0, {}),
+    "sensitivity_foreign_5pct_c52.json": ({"family": 5, "compile": 19, "unsupported": 20,
+                                           "lowering": 0, "memory": 0, "latency": 0}, 0, {}),
 }
 
 
-@pytest.mark.parametrize("size", [10, 20, 30])
+@pytest.mark.parametrize("size", [5, 10, 20, 30])
 def test_the_curve_holds_20_trials_at(size):
-    """Issue 38's curve, quiet: at 10% the 2 trials of session 47 and the 18 of session 49,
-    at 20% the 20 of session 50, at 30% the 20 of session 51; every injection at that size
-    in each."""
+    """Issue 38's curve, quiet: at 5% the 1 trial of session 47 and the 20 of session 52,
+    at 10% the 2 of session 47 and the 18 of session 49, at 20% the 20 of session 50, at
+    30% the 20 of session 51; every injection at that size in each."""
     files = [json.loads((store.DATA / "results" / n).read_text()) for n in CURVE
              if f"_{size}pct" in n and "burner" not in n]
-    assert sum(len(r["trials"]) for r in files) == 20
+    assert sum(len(r["trials"]) for r in files) >= 20
     for r in files:
         assert not r["params"]["burner"]
         assert {r["params"][k] for k in ("compile_slower", "family_slower", "lowering_slower",
@@ -400,7 +402,9 @@ def test_curve_trials_re_judge(name):
     of 40 model-trials (`lgamma_graph` 18/20, `resnet18` 7/20); at 30% quiet every scenario
     in every trial but the lowering (19 of 20), each slowed compile in all 40; at 50% (1 + 9
     trials) every scenario in every trial; at 20% beside the hog every scenario in both
-    trials; at 5% the unsupported op alone."""
+    trials; at 5% (1 + 20 trials) the unsupported op in every trial, the family in 5 of 21
+    (its injection realizes more than its size: confirmed x1.02-1.28, median x1.10) and
+    nothing else."""
     from perf.gate.sensitivity import summarize
 
     results = json.loads((store.DATA / "results" / name).read_text())
