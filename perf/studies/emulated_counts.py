@@ -37,6 +37,7 @@ from perf.gate.suites import CANARY_SERIES, COLD_CANARY
 from zoo.schema import cpu_model
 
 ROOT = Path(__file__).resolve().parents[2]
+NATIVE = (sys.executable, {})  # this machine's Python, run as it is (no emulation)
 COUNTS = ("import sys; from torch_trt_ref.cli import main; "
           "sys.exit(main(['perf', 'run', '--suite', 'quick', '--tiers', 'counts', "
           "'--json', sys.argv[1]]))")
@@ -118,10 +119,9 @@ def again(args) -> dict:
     commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True, check=True).stdout.strip()
     machine = {"what": cpu_model(), "identity": identity(), "commit": commit}
-    exe = (sys.executable, {})
     with tempfile.TemporaryDirectory() as tmp:
-        machine.update(count_runs(*exe, Path(tmp), args.again, args.native, root))
-    machine["canaries"] = [canary(*exe, root) for _ in range(args.canaries)]
+        machine.update(count_runs(*NATIVE, Path(tmp), args.again, args.native, root))
+    machine["canaries"] = [canary(*NATIVE, root) for _ in range(args.canaries)]
     result["machines"][args.again] = machine
     return result
 
@@ -142,18 +142,22 @@ def main(argv=None) -> int:
     parser.add_argument("--root", type=Path, default=ROOT,
                         help="with --again: the library to count (a worktree at --out's commit)")
     args = parser.parse_args(argv)
-    if args.again:
-        result = again(args)
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
-        report(result)
-        return 0
-    if not args.qemu:
+    if not (args.qemu or args.again):
         parser.error("--qemu is needed (a qemu-x86_64 10.0 binary), unless --again")
+    result = again(args) if args.again else emulated(args)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    report(result)
+    return 0
+
+
+def emulated(args) -> dict:
+    """The native and emulated count runs and canaries (or, --canaries-only, the canaries
+    again into --out's recorded runs)."""
     version = subprocess.run([args.qemu, "--version"], capture_output=True, text=True,
                              check=True).stdout.splitlines()[0]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        exes = {"native": (sys.executable, {}),
+        exes = {"native": NATIVE,
                 "emulated": emulation(folder, args.qemu, args.cpu)}
         if args.canaries_only:
             result, wanted = json.loads(args.out.read_text()), {}
@@ -167,9 +171,7 @@ def main(argv=None) -> int:
             result["machines"][name].update(count_runs(*exes[name], folder, name, n))
         for name, exe in exes.items():  # alone, after every count run
             result["machines"][name]["canaries"] = [canary(*exe) for _ in range(args.canaries)]
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
-    report(result)
-    return 0
+    return result
 
 
 def report(result: dict) -> None:
