@@ -396,21 +396,10 @@ def test_the_curve_holds_20_trials_at(size):
 
 @pytest.mark.parametrize("name", CURVE)
 def test_curve_trials_re_judge(name):
-    """The curve's trials at 5, 10, 20 (quiet and beside the hog) and 50%: every confirmation
-    re-judged from its samples, the compiles measured once by the A/B screen, no series an injection
-    neither aims at nor touches REGRESSED but those CURVE_FOUND lists; what each file found,
-    as docs/regressions.md reports it: at 50% every scenario; at 10% peak RSS and the
-    unsupported op in every trial, the family in 18 of 20, a slowed compile in 13 of 40, the
-    lowering in 4 and the latency in 3 of 20 (their realized x1.08-1.09 is under the 10%
-    minimum effect); at 20% quiet peak RSS, the unsupported op and a slowed compile in every
-    trial, latency in 19, the family in 17, the lowering in 12 of 20, a slowed compile in 25
-    of 40 model-trials (`lgamma_graph` 18/20, `resnet18` 7/20); at 30% quiet every scenario
-    in every trial but the lowering (19 of 20), each slowed compile in all 40; at 50% (1 + 9
-    + 10 trials) every scenario in every trial; at 20% beside the hog (2 + 13 + 4 trials) every
-    scenario in every trial but the lowering (14 of 19) and `lgamma_graph`'s compile (18 of
-    19); at 2% (5 + 15 trials) the unsupported op alone; at 5% (1 + 20 trials) the
-    unsupported op in every trial, the family in 5 of 21 (its injection realizes more than
-    its size: confirmed x1.02-1.28, median x1.10) and nothing else."""
+    """Each file of the curve (every size, quiet and beside the hog): every confirmation
+    re-judged from its samples, and what the file found exactly as CURVE_FOUND records it
+    (scenarios flagged, slowed-model trials REGRESSED, control series REGRESSED), the
+    figures docs/regressions.md's curve table reports."""
     from perf.gate.sensitivity import summarize
 
     results = json.loads((store.DATA / "results" / name).read_text())
