@@ -213,9 +213,12 @@ def _print_screen(run, out) -> None:
     _print_counts(run, out)
     moved = sorted((r for r in run.rows if r.spread and r.verdict != "suspect"
                     and r.type != "work"), key=lambda r: -r.z)[:3]
+    cleared = {c.name: c for c in run.ab_screen}  # on a foreign machine: what A/B said
     if moved:  # none when only the count tier ran
         out("largest moves not suspect: " + ", ".join(
-            f"{r.name} x{r.ratio:.2f} ({r.z:.1f} spreads)" for r in moved))
+            f"{r.name} x{r.ratio:.2f} ({r.z:.1f} spreads"
+            + (f"; A/B screen x{cleared[r.name].ratio:.2f}: not slower than the base)"
+               if r.name in cleared else ")") for r in moved))
     unstable = [r.name for r in run.rows if r.verdict == "unstable"]
     if unstable:
         out(f"unstable (spread > {noise.UNSTABLE}, shown, not gated): {', '.join(unstable)}")

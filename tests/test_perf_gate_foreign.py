@@ -44,6 +44,9 @@ def test_on_another_machine_compile_series_are_screened_ab(tmp_path):
     code, out = run_gate(tmp_path / "same", QUIET_TREE, history_factor=elsewhere)
     assert code == 0 and any(line.startswith("not the history's machine") for line in out)
     assert not any(line.startswith(("A/B screen", "REGRESSED", "noise")) for line in out)
+    # a move against the foreign history that the A/B screen cleared says so
+    moved = next(line for line in out if line.startswith("largest moves not suspect"))
+    assert "compile/m/cpu/total x" in moved and "A/B screen x1.0" in moved, moved
     code, out = run_gate(tmp_path / "home", QUIET_TREE)  # the history's machine
     assert code == 0 and not any(line.startswith("not the history's") for line in out)
     assert not any(line.startswith("A/B screen") for line in out)
