@@ -384,12 +384,9 @@ CURVE_FOUND = {
 @pytest.mark.parametrize("size,hog", [(2, False), (5, False), (10, False), (20, False),
                                       (30, False), (50, False), (20, True), (30, True)])
 def test_the_curve_holds_20_trials_at(size, hog):
-    """Issue 38's curve, quiet: at 2% the 5 trials of session 52 and the 15 of session 53,
-    at 5% the 1 trial of session 47 and the 20 of session 52,
-    at 10% the 2 of session 47 and the 18 of session 49, at 20% the 20 of session 50, at
-    30% the 20 of session 51, at 50% the 1 of session 47, 9 of session 51 and 10 of session
-    52. Beside the hog (``--burner``): at 20% the 2 of session 48, the 17 of session 53 and
-    the 1 of session 54, at 30% the 20 of session 54. Every injection at that size in each."""
+    """Issue 38's curve: at least 20 trials at each size quiet, and beside the hog
+    (``--burner``) at the sizes run so far, every injection at that size in each file
+    (which files and sessions: docs/regressions.md, the curve's bullets)."""
     files = [json.loads((store.DATA / "results" / n).read_text()) for n in CURVE
              if f"_{size}pct" in n and ("_burner_" in n) == hog]
     assert sum(len(r["trials"]) for r in files) >= 20
@@ -425,11 +422,8 @@ def test_curve_trials_re_judge(name):
 def test_the_injected_lowering_slows_the_phase_after_it():
     """Note [The phase after the spin] (perf/gate/sensitivity.py): bert_2layer's partition,
     the phase after the injected lowering, reads slower in the foreign trials that injected
-    20% or more (A/B ratio over 1.0 in at least 90% of them: 134 of 142 by session 54;
-    median over 1.05; session 50's 20 trials at 20% held one at x0.76, the rest
-    x1.008-1.24; session 53's 17 beside the hog x0.97-1.17, two under 1.0; session 54's 21
-    beside the hog x0.995-1.13, one under 1.0; at 10% the
-    median is x1.06 and single trials read x0.84-1.18) and not in the unchanged trees
+    20% or more (A/B ratio over 1.0 in at least 90% of them, median over 1.05; the ratios
+    per session are in the Note) and not in the unchanged trees
     (median under 1.0), so the trials count it as touched, not as a control."""
     import statistics
 
