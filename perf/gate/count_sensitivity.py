@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 
 from . import noise, rules, store, suites
 from .runner import count_suite, say
-from .sensitivity import replayed
+from .sensitivity import replayed, slowed_compiles
 from .sensitivity import summarize as summarize_trials
 from .verdict import GateRun, recount_run
 from .worker import CountPool
@@ -148,17 +148,16 @@ TIME_SCENARIOS = {"family": ("family", "family_slower"), "lowering": ("phase", "
 def time_points(results: dict) -> list[tuple[str, float, int, int]]:
     """(scenario, effect, trials REGRESSED, trials) of one perf.gate.sensitivity file, as its
     ``summarize`` counts them; the lowering scenario is the count tier's "phase"; the whole
-    compile is each slowed model's total on its own, but the one whose partition the
-    unsupported op changes (its total moves for that too); an unchanged tree's trials are one
-    "control" point at 0 (trials with any series REGRESSED: false alarms)."""
+    compile is each slowed model's total on its own (``slowed_compiles``); an unchanged
+    tree's trials are one "control" point at 0 (trials with any series REGRESSED: false
+    alarms)."""
     params, trials = results["params"], results["trials"]
     if not trials:
         return []
     if params.get("control"):
         return [("control", 0.0, sum(bool(t["regressed"]) for t in trials), len(trials))]
     found, n = summarize_trials(results), len(trials)
-    totals = {k: v for k, v in found["compile_by_series"].items()
-              if f"/{params.get('model2')}/" not in k}
+    totals = {k: found["compile_by_series"][k] for k in slowed_compiles(params["targets"])}
     points = [("compile", params.get("compile_slower", 0.3), sum(totals.values()),
                n * len(totals))]
     for scenario, (point, size) in TIME_SCENARIOS.items():
