@@ -371,6 +371,8 @@ CURVE_FOUND = {
     "sensitivity_foreign_burner_10pct_c55.json": (every(11, family=8, compile=10, lowering=1,
                                                         latency=5), 12, {}),
     "sensitivity_foreign_burner_50pct_c55.json": (every(20), 40, {}),
+    "sensitivity_foreign_burner_5pct_c56.json": (every(0, family=4, unsupported=20), 0, {}),
+    "sensitivity_foreign_burner_2pct_c56.json": (every(0, unsupported=20), 0, {}),
     "sensitivity_foreign_10pct_c47.json": (every(2, compile=1, lowering=0, latency=0), 2, {}),
     "sensitivity_foreign_10pct_c49.json": (every(18, family=16, compile=10, lowering=4,
                                                  latency=3), 11, {"family/random/cpu": 1}),
@@ -387,11 +389,11 @@ CURVE_FOUND = {
 
 
 @pytest.mark.parametrize("size,hog", [(2, False), (5, False), (10, False), (20, False),
-                                      (30, False), (50, False), (10, True), (20, True),
-                                      (30, True), (50, True)])
+                                      (30, False), (50, False), (2, True), (5, True),
+                                      (10, True), (20, True), (30, True), (50, True)])
 def test_the_curve_holds_20_trials_at(size, hog):
     """Issue 38's curve: at least 20 trials at each size quiet, and beside the hog
-    (``--burner``) at the sizes run so far, every injection at that size in each file
+    (``--burner``), every injection at that size in each file
     (which files and sessions: docs/regressions.md, the curve's bullets)."""
     files = [json.loads((store.DATA / "results" / n).read_text()) for n in CURVE
              if f"_{size}pct" in n and ("_burner_" in n) == hog]
