@@ -116,8 +116,9 @@ def again(args) -> dict:
     result = json.loads(args.out.read_text())
     if args.again in result["machines"]:
         raise SystemExit(f"{args.out} already has a machine {args.again!r}: name another")
-    commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True, check=True).stdout.strip()
+    commit = args.commit or subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+        capture_output=True, text=True, check=True).stdout.strip()
     machine = {"what": cpu_model(), "identity": identity(), "commit": commit}
     with tempfile.TemporaryDirectory() as tmp:
         machine.update(count_runs(*NATIVE, Path(tmp), args.again, args.native, root))
@@ -141,6 +142,8 @@ def main(argv=None) -> int:
                         help="add this machine's --native count runs to --out as NAME")
     parser.add_argument("--root", type=Path, default=ROOT,
                         help="with --again: the library to count (a worktree at --out's commit)")
+    parser.add_argument("--commit", help="with --again: the commit --root holds, where it is "
+                        "a copy without git (a lent machine's copy of the working tree)")
     args = parser.parse_args(argv)
     if not (args.qemu or args.again):
         parser.error("--qemu is needed (a qemu-x86_64 10.0 binary), unless --again")
