@@ -385,6 +385,34 @@ def test_measuring_servers_pin_the_malloc_mmap_threshold(monkeypatch):
     assert seen["MALLOC_MMAP_THRESHOLD_"] == str(128 * 1024)
 
 
+@pytest.mark.parametrize("counts", [False, True])
+def test_measuring_servers_see_no_gpu(monkeypatch, counts):
+    """Note [A server sees no GPU]: on the lent H200 host a count server's forked children
+    died initializing CUDA. Servers of both tiers start with no GPU visible, whatever the
+    caller's CUDA_VISIBLE_DEVICES; only a count server fixes the hash seed."""
+    import subprocess
+
+    from perf.gate import worker
+
+    seen = {}
+
+    class Stop(Exception):
+        pass
+
+    def popen(cmd, **kwargs):
+        seen.update(kwargs["env"])
+        raise Stop
+
+    monkeypatch.setattr(subprocess, "Popen", popen)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    monkeypatch.delenv("PYTHONHASHSEED", raising=False)
+    pool = worker.CountPool(families=False) if counts else worker.Pool()
+    with pytest.raises(Stop):
+        pool.families()
+    assert seen["CUDA_VISIBLE_DEVICES"] == ""
+    assert seen.get("PYTHONHASHSEED") == ("0" if counts else None)
+
+
 @pytest.mark.parametrize("flags,message", [
     (["--base", "nosuchrev"], "--base 'nosuchrev' is not a commit of this clone"),
     (["--ab-each", "4", "--base", "nosuchrev"], "--base 'nosuchrev' is not a commit"),

@@ -31,6 +31,13 @@ ROOT = Path(__file__).resolve().parents[2]  # the repository: perf/gate/ is two 
 # of the variance between servers). Pinned at glibc's default (which turns the adjustment
 # off) the servers agree: resnet18 207.5-208.1 MiB, bert_2layer 153.9-162.5 (docs/regressions.md)
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(128 * 1024)}
+# Note [A server sees no GPU]: every gated series is a CPU series (".../cpu"), and a server
+# forks its measurements. On a machine with a GPU (the lent H200 host, session 57), a server
+# whose library had asked torch about CUDA left children that could not use it ("Cannot
+# re-initialize CUDA in forked subprocess": each compile asks for the GPU's compute
+# capability), so the count run died; and a visible GPU would change which executor a compile
+# picks, so the counts would depend on the machine. Servers are started with no GPU visible.
+NO_GPU_ENV = {"CUDA_VISIBLE_DEVICES": ""}
 STDERR_LINES = 15  # of a dead server's stderr, shown in the error
 
 
@@ -176,6 +183,13 @@ class MeasureError(RuntimeError):
     pass
 
 
+def server_env(kind: str, pythonpath: str) -> dict[str, str]:
+    """The environment of a ``kind`` server: malloc pinned, no GPU (Note [A server sees no
+    GPU]), the library first on the path, and for counts a fixed hash seed."""
+    return {**os.environ, **MALLOC_ENV, **NO_GPU_ENV, "PYTHONPATH": pythonpath,
+            **({"PYTHONHASHSEED": "0"} if kind == COUNTS else {})}
+
+
 class Pool:
     """Measuring servers for the library of ``tree`` (default: this checkout), started on
     first use, one per server kind."""
@@ -213,8 +227,7 @@ class Pool:
     def _server(self, kind: str) -> subprocess.Popen:
         if kind not in self._servers:
             path = self._pythonpath()
-            env = {**os.environ, **MALLOC_ENV, "PYTHONPATH": path,
-                   **({"PYTHONHASHSEED": "0"} if kind == COUNTS else {})}
+            env = server_env(kind, path)
             with open(self._stderr(kind), "a") as err:
                 # ``python -m`` puts its working directory first on sys.path: run in the
                 # first PYTHONPATH entry, so the library imported is the one that entry holds
