@@ -15,6 +15,8 @@ regressions.md, "Spread, measured", reports it and ``tests/test_perf_counts.py``
 canaries of the machine it runs on now, as the machine NAME: another boot or another host of
 the kind, counting the library at DIR (a worktree at the commit FILE measured, since the
 counts change with the code), with what identifies the boot (its id, kernel, boot time).
+``--commit`` names that commit where DIR is a copy without git; on a host without this
+machine's Python, torch and TensorRT, ``perf.studies.carried_counts`` brings them.
 
 qemu 7.2 (Debian bookworm's ``qemu-user``) aborts a forked child that starts a thread while
 another thread of its parent was alive (``qemu_plugin_vcpu_init_hook: assertion failed``),
