@@ -58,7 +58,9 @@ HERE=$PWD; KIT=$(cd "$(dirname "$0")" && pwd); CARRIED=${CARRIED:-/tmp/carried}
 SP=$CARRIED/venv/lib/python3.11/site-packages
 if [ ! -d $CARRIED/venv ]; then
   echo "== unpack $(date +%T)"
-  (cd $CARRIED && cat c? | LD_LIBRARY_PATH=$KIT $KIT/zstd -q -d --long=30 | tar -xf - && rm -f c?)
+  cd $CARRIED
+  cat c[0-9][0-9] | LD_LIBRARY_PATH=$KIT $KIT/zstd -q -d --long=30 | tar -xf - && rm c[0-9][0-9]
+  cd $HERE
   LD_LIBRARY_PATH=$CARRIED/py/lib $CARRIED/py/bin/python3 -m venv --without-pip $CARRIED/venv
   rm -rf $SP && mv $CARRIED/sp $SP
   # the host's CUDA libraries, with this machine's own where theirs is too old
@@ -198,7 +200,7 @@ def pack(out: Path, chunk_mb: int, level: int, own_libs: tuple[str, ...]) -> lis
         stage(folder, keep, own_libs)
         print(f"[carried_counts] compressing (zstd -{level})", file=sys.stderr, flush=True)
         subprocess.run(["bash", "-c", "set -o pipefail; tar -C \"$1\" -cf - sp py | zstd -q "
-                        f"-{level} -T0 --long=30 | split -b {chunk_mb << 20} -d -a 1 - \"$2\"",
+                        f"-{level} -T0 --long=30 | split -b {chunk_mb << 20} -d -a 2 - \"$2\"",
                         "pack", str(folder), str(out / "c")], check=True)
     zstd = Path(shutil.which("zstd"))
     shutil.copy2(zstd, out / "zstd")
@@ -207,7 +209,7 @@ def pack(out: Path, chunk_mb: int, level: int, own_libs: tuple[str, ...]) -> lis
         if "libc.so" not in lib:
             shutil.copy2(lib, out / Path(lib).name)  # in case the host lacks one
     (out / "run.sh").write_text(RUN_SH)
-    return sorted(out.glob("c?"))
+    return sorted(out.glob("c[0-9][0-9]"))
 
 
 def rehearse(kit: Path) -> int:
@@ -217,7 +219,7 @@ def rehearse(kit: Path) -> int:
         folder = Path(tmp)
         carried, outf, own = folder / "carried", folder / "recorded.json", folder / "own.json"
         carried.mkdir()
-        for chunk in kit.glob("c?"):
+        for chunk in kit.glob("c[0-9][0-9]"):
             shutil.copy2(chunk, carried)
         shutil.copy2(RECORDED, outf)
         subprocess.run(["bash", str(kit / "run.sh"), "rehearsal", "1", "rehearsal", str(outf)],
