@@ -103,14 +103,14 @@ def test_counts_equal_on_a_second_physical_host():
     """Issue 38: the lent GPU host (an Intel Xeon under a Firecracker kernel, 16 cores, an
     H200 and its driver; this machine: an AMD EPYC VM, 2 cores, no GPU) ran the count tier
     with this machine's own Python, torch and TensorRT carried there
-    (``perf.studies.carried_counts``): on two boots, one with the GPU visible to the run, at
-    least 3 runs each gave every series the value every run here gave."""
+    (``perf.studies.carried_counts``): on three boots, two with the GPU visible to the run,
+    at least 3 runs each gave every series the value every run here gave."""
     machines = json.loads((store.DATA / "results" / "count_spread_emulated_c49.json")
                           .read_text())["machines"]
     here = machines["native"]
     hosts = {name: m for name, m in machines.items()
              if m["what"].split()[0] != here["what"].split()[0] and name != "emulated"}
-    assert len(hosts) >= 2, sorted(machines)
+    assert len(hosts) >= 3, sorted(machines)
     assert len({m["identity"]["boot_id"] for m in hosts.values()}) == len(hosts)
     for name, host in hosts.items():
         assert len(host["runs"]) >= 3, name
