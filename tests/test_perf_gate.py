@@ -363,9 +363,9 @@ def _spreads(path_or_text) -> dict:
     return json.loads(text)["series"]
 
 
-def test_measuring_servers_pin_the_malloc_mmap_threshold(monkeypatch):
-    """Each measuring server starts with glibc's mmap threshold fixed (the variable turns
-    glibc's dynamic threshold off), so a child's peak RSS does not depend on its server."""
+def _server_environment(monkeypatch, counts: bool = False) -> dict:
+    """The environment a measuring server (a count server if counts) is started with: its
+    Popen is stopped there."""
     import subprocess
 
     from perf.gate import worker
@@ -380,9 +380,16 @@ def test_measuring_servers_pin_the_malloc_mmap_threshold(monkeypatch):
         raise Stop
 
     monkeypatch.setattr(subprocess, "Popen", popen)
+    pool = worker.CountPool(families=False) if counts else worker.Pool()
     with pytest.raises(Stop):
-        worker.Pool().families()
-    assert seen["MALLOC_MMAP_THRESHOLD_"] == str(128 * 1024)
+        pool.families()
+    return seen
+
+
+def test_measuring_servers_pin_the_malloc_mmap_threshold(monkeypatch):
+    """Each measuring server starts with glibc's mmap threshold fixed (the variable turns
+    glibc's dynamic threshold off), so a child's peak RSS does not depend on its server."""
+    assert _server_environment(monkeypatch)["MALLOC_MMAP_THRESHOLD_"] == str(128 * 1024)
 
 
 @pytest.mark.parametrize("counts", [False, True])
@@ -390,25 +397,9 @@ def test_measuring_servers_see_no_gpu(monkeypatch, counts):
     """Note [A server sees no GPU]: on the lent H200 host a count server's forked children
     died initializing CUDA. Servers of both tiers start with no GPU visible, whatever the
     caller's CUDA_VISIBLE_DEVICES; only a count server fixes the hash seed."""
-    import subprocess
-
-    from perf.gate import worker
-
-    seen = {}
-
-    class Stop(Exception):
-        pass
-
-    def popen(cmd, **kwargs):
-        seen.update(kwargs["env"])
-        raise Stop
-
-    monkeypatch.setattr(subprocess, "Popen", popen)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     monkeypatch.delenv("PYTHONHASHSEED", raising=False)
-    pool = worker.CountPool(families=False) if counts else worker.Pool()
-    with pytest.raises(Stop):
-        pool.families()
+    seen = _server_environment(monkeypatch, counts)
     assert seen["CUDA_VISIBLE_DEVICES"] == ""
     assert seen.get("PYTHONHASHSEED") == ("0" if counts else None)
 
