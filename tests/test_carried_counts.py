@@ -48,11 +48,14 @@ def test_zeroing_keeps_headers_and_everything_outside_the_gpu_code(tmp_path):
 
 
 @pytest.mark.skipif(not LIBRARY.exists(), reason="torch without CUDA libraries")
-def test_a_fatbin_that_does_not_add_up_is_refused(tmp_path):
+@pytest.mark.parametrize("at,fmt,change", [
+    (8, "<Q", lambda size: size + 8),  # the first fatbin claims 8 bytes more than it has
+    (6, "<H", lambda size: 0),  # a fatbin header of no size: the walk would stand still
+    (16 + 4, "<I", lambda size: 0)])  # its first entry's header of no size, likewise
+def test_a_fatbin_that_does_not_add_up_is_refused(tmp_path, at, fmt, change):
     data = bytearray(LIBRARY.read_bytes())
     start, _ = _sections(bytes(data))[".nv_fatbin"]
-    fat_size = struct.unpack_from("<Q", data, start + 8)[0]
-    struct.pack_into("<Q", data, start + 8, fat_size + 8)  # the first fatbin claims 8 more
+    struct.pack_into(fmt, data, start + at, change(struct.unpack_from(fmt, data, start + at)[0]))
     (tmp_path / "bad.so").write_bytes(bytes(data))
     with pytest.raises(ValueError, match="does not add up"):
         zero_device_code(tmp_path / "bad.so", tmp_path / "out.so")

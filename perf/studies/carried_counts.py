@@ -55,7 +55,7 @@ RUN_SH = r"""#!/bin/bash
 set -e
 NAME=$1; RUNS=$2; COMMIT=$3; OUTF=$4
 HERE=$PWD; KIT=$(cd "$(dirname "$0")" && pwd); CARRIED=${CARRIED:-/tmp/carried}
-SP=$CARRIED/venv/lib/python3.11/site-packages
+SP=$CARRIED/venv/lib/@PYTHON@/site-packages
 if [ ! -d $CARRIED/venv ]; then
   echo "== unpack $(date +%T)"
   cd $CARRIED
@@ -101,11 +101,13 @@ def zero_device_code(src: Path, dst: Path) -> int:
                 continue
             header_size, fat_size = struct.unpack_from("<HQ", data, at + 6)
             entry, stop = at + header_size, at + header_size + fat_size
-            while entry < stop:
+            while entry < stop and header_size:
                 entry_header, payload = struct.unpack_from("<IQ", data, entry + 4)
+                if not entry_header:  # a header of no size: the walk would not move
+                    break
                 spans.append((entry + entry_header, entry + entry_header + payload))
                 entry += entry_header + payload
-            if entry != stop:
+            if entry != stop or not header_size or stop > end:
                 raise ValueError(f"{src}: a fatbin of {name} at {at:#x} does not add up")
             at = stop
         for a, b in spans:
@@ -208,7 +210,7 @@ def pack(out: Path, chunk_mb: int, level: int, own_libs: tuple[str, ...]) -> lis
                                                        text=True).stdout):
         if "libc.so" not in lib:
             shutil.copy2(lib, out / Path(lib).name)  # in case the host lacks one
-    (out / "run.sh").write_text(RUN_SH)
+    (out / "run.sh").write_text(RUN_SH.replace("@PYTHON@", "python%d.%d" % sys.version_info[:2]))
     return sorted(out.glob("c[0-9][0-9]"))
 
 
