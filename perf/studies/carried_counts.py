@@ -39,7 +39,7 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from perf.studies.emulated_counts import COUNTS, ROOT
+from perf.studies.emulated_counts import NATIVE, ROOT, counts
 
 SITE = Path(sysconfig.get_paths()["purelib"])
 WITHOUT = ("nvidia", "triton")  # the host's own CUDA libraries; torch counts the same without
@@ -156,13 +156,15 @@ def site_files(opened: set[Path], site: Path = SITE) -> set[str]:
 
 
 def trace_count_run(folder: Path) -> set[Path]:
-    """One count run of the quick suite under strace: the files it opened."""
+    """One count run of the quick suite under strace (which follows the count servers it
+    starts): the files it opened."""
     if not shutil.which("strace"):
         raise SystemExit("strace is needed to see what a count run opens: apt-get install strace")
-    log = folder / "strace.log"
-    subprocess.run(["strace", "-f", "-qq", "-e", "trace=%file", "-o", str(log), sys.executable,
-                    "-c", COUNTS, str(folder / "traced.json")], cwd=ROOT, check=True,
-                   env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL)
+    log, traced = folder / "strace.log", folder / "strace-python"
+    traced.write_text(f'#!/bin/sh\nexec strace -f -qq -e trace=%file -o {log} '
+                      f'{sys.executable} "$@"\n')
+    traced.chmod(0o755)
+    counts(str(traced), {}, folder, "traced")
     return opened_files(log)
 
 
@@ -219,7 +221,7 @@ def rehearse(kit: Path) -> int:
     with a count run of this machine's own stack: the number of series that differ."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        carried, outf, own = folder / "carried", folder / "recorded.json", folder / "own.json"
+        carried, outf = folder / "carried", folder / "recorded.json"
         carried.mkdir()
         for chunk in kit.glob("c[0-9][0-9]"):
             shutil.copy2(chunk, carried)
@@ -228,9 +230,7 @@ def rehearse(kit: Path) -> int:
                        cwd=ROOT, check=True,
                        env={**os.environ, "CARRIED": str(carried), "NV": str(SITE / "nvidia")})
         carried_run = json.loads(outf.read_text())["machines"]["rehearsal"]["runs"][0]
-        subprocess.run([sys.executable, "-c", COUNTS, str(own)], cwd=ROOT, check=True,
-                       env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL)
-        own_run = {s["name"]: s["samples"][0] for s in json.loads(own.read_text())}
+        own_run, _ = counts(*NATIVE, folder, "own")
     return len(set(carried_run.items()) ^ set(own_run.items()))
 
 
